@@ -1,0 +1,48 @@
+# Every dependency is a Debian package (see README). On a machine without the
+# packages (the GPU machine), PTB_DEPS_PREFIX points at a folder made by
+# scripts/pack-deps that holds the same headers, libraries and flatc.
+set(PTB_DEPS_PREFIX "" CACHE PATH "Folder with dependency headers/libraries when they are not installed system-wide")
+if(PTB_DEPS_PREFIX)
+  list(PREPEND CMAKE_PREFIX_PATH "${PTB_DEPS_PREFIX}")
+  list(PREPEND CMAKE_PROGRAM_PATH "${PTB_DEPS_PREFIX}/bin")
+endif()
+
+find_program(FLATC_EXECUTABLE flatc REQUIRED)
+find_path(FLATBUFFERS_INCLUDE_DIR flatbuffers/flatbuffers.h REQUIRED)
+find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
+find_path(NLOHMANN_JSON_INCLUDE_DIR nlohmann/json.hpp REQUIRED)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+find_path(LIBZIP_INCLUDE_DIR zip.h REQUIRED)
+find_library(LIBZIP_LIBRARY NAMES zip REQUIRED)
+find_package(Threads REQUIRED)
+
+add_library(ptb_deps INTERFACE)
+target_include_directories(ptb_deps SYSTEM INTERFACE
+  ${FLATBUFFERS_INCLUDE_DIR} ${CLI11_INCLUDE_DIR} ${NLOHMANN_JSON_INCLUDE_DIR} ${LIBZIP_INCLUDE_DIR})
+
+if(PTB_TESTS)
+  find_path(DOCTEST_INCLUDE_DIR doctest/doctest.h REQUIRED)
+endif()
+
+# LibTorch is optional: with it, `ptbundle run` and test-case checks are built.
+set(PTB_HAVE_LIBTORCH OFF)
+set(PTB_LIBTORCH_STATUS "not searched (PTB_LIBTORCH=OFF)")
+if(NOT PTB_LIBTORCH STREQUAL "OFF")
+  find_package(Torch QUIET)
+  if(Torch_FOUND)
+    if(Torch_VERSION VERSION_LESS 2.6)
+      set(PTB_LIBTORCH_STATUS "found LibTorch ${Torch_VERSION}, but 2.6 or newer is needed")
+    elseif(NOT EXISTS "${TORCH_INSTALL_PREFIX}/include/torch/csrc/inductor/aoti_runtime/interface.h")
+      set(PTB_LIBTORCH_STATUS "found LibTorch ${Torch_VERSION} without AOTInductor's headers (torch/csrc/inductor/aoti_runtime/interface.h)")
+    else()
+      set(PTB_HAVE_LIBTORCH ON)
+      set(PTB_LIBTORCH_STATUS "LibTorch ${Torch_VERSION} at ${TORCH_INSTALL_PREFIX}")
+    endif()
+  else()
+    set(PTB_LIBTORCH_STATUS "LibTorch not found; set -DCMAKE_PREFIX_PATH=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')")
+  endif()
+  if(PTB_LIBTORCH STREQUAL "ON" AND NOT PTB_HAVE_LIBTORCH)
+    message(FATAL_ERROR "PTB_LIBTORCH=ON: ${PTB_LIBTORCH_STATUS}")
+  endif()
+endif()
+message(STATUS "ptbundle run: ${PTB_LIBTORCH_STATUS}")

@@ -1,0 +1,90 @@
+// Errors as values: every fallible function in ptbundle returns Result<T>.
+// An Error carries the exit-code class it maps to and one line of text that
+// names the file, the place in it and what was expected there.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace ptb {
+
+// The numbers are the process exit codes documented in man/ptbundle.1.
+enum class ErrorKind : int {
+  Invalid = 1,  // the input is malformed, or a check failed
+  Usage = 2,    // the command line asks for something impossible
+  Io = 3,       // the operating system refused a read or a write
+};
+
+struct Error {
+  ErrorKind kind = ErrorKind::Invalid;
+  std::string message;
+};
+
+inline Error invalid(std::string message) { return {ErrorKind::Invalid, std::move(message)}; }
+inline Error usage_error(std::string message) { return {ErrorKind::Usage, std::move(message)}; }
+inline Error io_error(std::string message) { return {ErrorKind::Io, std::move(message)}; }
+
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : state_(std::move(value)) {}
+  Result(Error error) : state_(std::move(error)) {}
+
+  bool ok() const { return state_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+
+  T& value() & { return std::get<0>(state_); }
+  const T& value() const& { return std::get<0>(state_); }
+  T&& value() && { return std::get<0>(std::move(state_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  const Error& error() const { return std::get<1>(state_); }
+  Error&& take_error() { return std::get<1>(std::move(state_)); }
+
+ private:
+  std::variant<T, Error> state_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;
+  Result(Error error) : error_(std::move(error)), failed_(true) {}
+
+  bool ok() const { return !failed_; }
+  explicit operator bool() const { return ok(); }
+  const Error& error() const { return error_; }
+  Error&& take_error() { return std::move(error_); }
+
+ private:
+  Error error_;
+  bool failed_ = false;
+};
+
+using Status = Result<void>;
+
+// Prefixes an error with context ("model.pte: ") while keeping its kind.
+inline Error with_context(const std::string& context, Error error) {
+  error.message = context + ": " + error.message;
+  return error;
+}
+
+}  // namespace ptb
+
+// Early return on failure. `PTB_TRY(auto x, f())` declares x from the value.
+#define PTB_CONCAT_INNER(a, b) a##b
+#define PTB_CONCAT(a, b) PTB_CONCAT_INNER(a, b)
+#define PTB_TRY_IMPL(tmp, decl, expr)      \
+  auto tmp = (expr);                       \
+  if (!tmp.ok()) return tmp.take_error();  \
+  decl = std::move(tmp).value()
+#define PTB_TRY(decl, expr) PTB_TRY_IMPL(PTB_CONCAT(ptb_try_, __LINE__), decl, expr)
+#define PTB_CHECK(expr)                                      \
+  do {                                                       \
+    auto ptb_check_result = (expr);                          \
+    if (!ptb_check_result.ok()) return ptb_check_result.take_error(); \
+  } while (0)

@@ -1,0 +1,1 @@
+// Filled in by the GPU compatibility issue.

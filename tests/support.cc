@@ -1,0 +1,106 @@
+#include "support.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace ptb::test {
+
+std::optional<fs::path> fixtures_dir() {
+  if (const char* env = std::getenv("PTB_FIXTURES")) {
+    if (fs::is_directory(env)) return fs::path(env);
+    return std::nullopt;
+  }
+  fs::path candidate = fs::path(PTB_SOURCE_DIR) / ".." / "shared" / "fixtures";
+  if (fs::is_directory(candidate)) return fs::canonical(candidate);
+  return std::nullopt;
+}
+
+fs::path fixture(const std::string& relative) { return *fixtures_dir() / relative; }
+
+namespace {
+
+// Remembers the running test's name for skip() and counts skips for the
+// summary line that the listener prints at the end of the run.
+std::string g_current_test;
+int g_skipped = 0;
+
+struct SkipListener : doctest::IReporter {
+  explicit SkipListener(const doctest::ContextOptions&) {}
+  void report_query(const doctest::QueryData&) override {}
+  void test_run_start() override {}
+  void test_run_end(const doctest::TestRunStats&) override {
+    if (g_skipped > 0) std::printf("[ptbundle] %d test(s) skipped; see SKIPPED lines above\n", g_skipped);
+  }
+  void test_case_start(const doctest::TestCaseData& data) override { g_current_test = data.m_name; }
+  void test_case_reenter(const doctest::TestCaseData&) override {}
+  void test_case_end(const doctest::CurrentTestCaseStats&) override {}
+  void test_case_exception(const doctest::TestCaseException&) override {}
+  void subcase_start(const doctest::SubcaseSignature&) override {}
+  void subcase_end() override {}
+  void log_assert(const doctest::AssertData&) override {}
+  void log_message(const doctest::MessageData&) override {}
+  void test_case_skipped(const doctest::TestCaseData&) override {}
+};
+
+}  // namespace
+
+void skip(const std::string& why) {
+  ++g_skipped;
+  std::printf("SKIPPED %s: %s\n", g_current_test.c_str(), why.c_str());
+}
+
+TempDir::TempDir() {
+  std::random_device rd;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto candidate = fs::temp_directory_path() / ("ptbundle-test-" + std::to_string(rd()));
+    std::error_code ec;
+    if (fs::create_directory(candidate, ec)) {
+      path_ = candidate;
+      return;
+    }
+  }
+  FAIL("cannot create a temporary folder");
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string quote(const fs::path& path) {
+  std::string out = "'";
+  for (char c : path.string()) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+CommandResult run_cli(const std::string& args) {
+  TempDir scratch;
+  auto out_path = scratch / "stdout";
+  auto err_path = scratch / "stderr";
+  std::string command = quote(PTB_CLI_PATH) + " " + args + " >" + quote(out_path) + " 2>" + quote(err_path);
+  int status = std::system(command.c_str());
+  CommandResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = read_text(out_path);
+  result.err = read_text(err_path);
+  return result;
+}
+
+}  // namespace ptb::test
+
+DOCTEST_REGISTER_LISTENER("ptbundle-skips", 1, ptb::test::SkipListener);

@@ -1,0 +1,58 @@
+// Shared by the tests: where the real fixtures are, scratch folders, running
+// the ptbundle binary. Tests that need something absent print one line
+// "SKIPPED <test>: <what is missing>" and return, so a run without
+// ../shared/fixtures (a user's fresh clone) still passes and says why.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace ptb::test {
+
+namespace fs = std::filesystem;
+
+// ../shared/fixtures beside the source tree, or PTB_FIXTURES if set.
+std::optional<fs::path> fixtures_dir();
+fs::path fixture(const std::string& relative);  // requires fixtures_dir()
+
+void skip(const std::string& why);
+
+// A fresh folder under the system temp dir, removed with everything in it.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  fs::path path_;
+};
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the built ptbundle binary with `args` (already shell-quoted as needed).
+CommandResult run_cli(const std::string& args);
+
+std::string read_text(const fs::path& path);
+std::string quote(const fs::path& path);
+
+}  // namespace ptb::test
+
+#define PTB_REQUIRE_FIXTURES()                                                          \
+  do {                                                                                  \
+    if (!::ptb::test::fixtures_dir()) {                                                 \
+      ::ptb::test::skip("../shared/fixtures not found (set PTB_FIXTURES to its path)"); \
+      return;                                                                           \
+    }                                                                                   \
+  } while (0)

@@ -1,0 +1,69 @@
+#include <unistd.h>
+
+#include "ptbundle/file.h"
+#include "ptbundle/sha256.h"
+#include "support.h"
+
+using namespace ptb;
+using ptb::test::TempDir;
+
+TEST_CASE("MappedFile: slices are bounds-checked with the file name in the error") {
+  TempDir dir;
+  auto path = (dir / "data.bin").string();
+  REQUIRE(write_file_atomically(path, std::string("0123456789")).ok());
+  auto file = MappedFile::open(path);
+  REQUIRE(file.ok());
+  CHECK(file->size() == 10);
+  auto inside = file->slice(2, 3, "segment 0");
+  REQUIRE(inside.ok());
+  CHECK(std::string(inside->begin(), inside->end()) == "234");
+  auto past = file->slice(8, 3, "segment 1");
+  REQUIRE_FALSE(past.ok());
+  CHECK(past.error().message.find("data.bin: segment 1 at offset 8 with size 3") != std::string::npos);
+  auto overflow = file->slice(~0ull - 1, 4, "segment 2");
+  CHECK_FALSE(overflow.ok());
+}
+
+TEST_CASE("MappedFile: a missing file is an I/O error naming it") {
+  auto file = MappedFile::open("/nonexistent/ptbundle/x.pte");
+  REQUIRE_FALSE(file.ok());
+  CHECK(file.error().kind == ErrorKind::Io);
+  CHECK(file.error().message.find("/nonexistent/ptbundle/x.pte") != std::string::npos);
+}
+
+TEST_CASE("AtomicOutput: nothing is left behind without commit") {
+  TempDir dir;
+  auto target = (dir / "out.ptd").string();
+  {
+    auto out = AtomicOutput::create(target);
+    REQUIRE(out.ok());
+    REQUIRE(out->write_zeros(100).ok());
+  }
+  CHECK(std::filesystem::is_empty(dir.path()));
+  auto out = AtomicOutput::create(target);
+  REQUIRE(out.ok());
+  REQUIRE(out->write(Bytes(reinterpret_cast<const uint8_t*>("abc"), 3)).ok());
+  REQUIRE(out->commit().ok());
+  CHECK(ptb::test::read_text(target) == "abc");
+  CHECK(std::distance(std::filesystem::directory_iterator(dir.path()), {}) == 1);
+}
+
+TEST_CASE("AtomicOutput: copy_from copies a range of another file") {
+  TempDir dir;
+  auto source_path = (dir / "src").string();
+  REQUIRE(write_file_atomically(source_path, std::string("hello, world")).ok());
+  auto source = MappedFile::open(source_path);
+  REQUIRE(source.ok());
+  auto out = AtomicOutput::create((dir / "dst").string());
+  REQUIRE(out.ok());
+  REQUIRE(out->copy_from(*source, 7, 5).ok());
+  CHECK(out->position() == 5);
+  REQUIRE(out->commit().ok());
+  CHECK(ptb::test::read_text(dir / "dst") == "world");
+}
+
+TEST_CASE("sha256 matches a known digest") {
+  std::string abc = "abc";
+  auto digest = sha256(Bytes(reinterpret_cast<const uint8_t*>(abc.data()), abc.size()));
+  CHECK(to_hex(digest) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
