@@ -3,8 +3,17 @@
 # scripts/pack-deps that holds the same headers, libraries and flatc.
 set(PTB_DEPS_PREFIX "" CACHE PATH "Folder with dependency headers/libraries when they are not installed system-wide")
 if(PTB_DEPS_PREFIX)
+  get_filename_component(PTB_DEPS_PREFIX "${PTB_DEPS_PREFIX}" ABSOLUTE)
   list(PREPEND CMAKE_PREFIX_PATH "${PTB_DEPS_PREFIX}")
   list(PREPEND CMAKE_PROGRAM_PATH "${PTB_DEPS_PREFIX}/bin")
+  # FindOpenSSL searches pkg-config's answer before CMAKE_PREFIX_PATH.
+  set(OPENSSL_ROOT_DIR "${PTB_DEPS_PREFIX}")
+  # The packed libzip needs the packed libcrypto and libbz2 beside it, but has
+  # no run path of its own. DT_RPATH (unlike the newer DT_RUNPATH) applies to
+  # the dependencies of the executable's libraries too, so one entry on our
+  # binaries lets the loader find all three without LD_LIBRARY_PATH.
+  list(APPEND CMAKE_BUILD_RPATH "${PTB_DEPS_PREFIX}/lib")
+  add_link_options(LINKER:--disable-new-dtags)
 endif()
 
 find_program(FLATC_EXECUTABLE flatc REQUIRED)
@@ -46,3 +55,9 @@ if(NOT PTB_LIBTORCH STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "ptbundle run: ${PTB_LIBTORCH_STATUS}")
+if(PTB_HAVE_LIBTORCH)
+  # Every object linked into one binary must agree on libstdc++'s ABI
+  # (_GLIBCXX_USE_CXX11_ABI), not only the targets that include torch headers.
+  separate_arguments(PTB_TORCH_CXX_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+  add_compile_options(${PTB_TORCH_CXX_FLAGS})
+endif()
