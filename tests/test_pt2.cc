@@ -1,0 +1,197 @@
+#include <filesystem>
+#include <fstream>
+
+#include "ptbundle/pt2.h"
+#include "ptbundle/sha256.h"
+#include "support.h"
+
+using namespace ptb;
+using ptb::test::TempDir;
+
+namespace {
+
+constexpr uint64_t kNoLimit = UINT64_MAX;
+const std::string kEtDir = "mlp_et/data/aotinductor/model/";
+const std::string kEtStem = kEtDir + "c245hcyfor5eg462qiaickptg2etf5wb67g6fdmmdzipjhgfotyu.wrapper";
+
+std::string hex_digest(const std::vector<uint8_t>& bytes) { return to_hex(sha256(Bytes(bytes.data(), bytes.size()))); }
+
+}  // namespace
+
+TEST_CASE("pt2: mlp_et.pt2 (ExecuTorch options) has its weights in a blob and kernels in the library") {
+  PTB_REQUIRE_FIXTURES();
+  auto package = Pt2Package::open(ptb::test::fixture("aoti/mlp_et.pt2").string());
+  REQUIRE_MESSAGE(package.ok(), package.error().message);
+  CHECK(package->root() == "mlp_et/");
+  CHECK(package->archive_format() == "pt2");
+  CHECK(package->archive_version() == "0");
+  CHECK(package->entries().size() == 11);
+  CHECK(package->external_weight_entries().empty());
+
+  REQUIRE(package->models().size() == 1);
+  const Pt2Model& model = package->models()[0];
+  CHECK(model.name == "model");
+  CHECK(model.directory == kEtDir);
+  CHECK(model.wrapper_library == kEtStem + ".so");
+  REQUIRE(model.weights_blob.has_value());
+  CHECK(*model.weights_blob == kEtStem + "_weights.blob");
+  CHECK(model.kernel_binaries.empty());
+  CHECK_FALSE(model.weights_in_library());
+  CHECK_FALSE(model.kernels_in_separate_files());
+  CHECK(model.cpp_sources.size() == 2);
+  CHECK(model.object_files.empty());
+  REQUIRE(model.metadata_entry.has_value());
+  CHECK(*model.metadata_entry == kEtStem + "_metadata.json");
+  REQUIRE(model.metadata.size() == 5);
+  CHECK(model.metadata[0].first == "AOTI_DEVICE_KEY");  // file order is kept
+  CHECK(*model.metadata_value("AOTI_DEVICE_KEY") == "cuda");
+  CHECK(*model.metadata_value("AOTI_PLATFORM") == "linux");
+  CHECK(*model.metadata_value("AOTI_MACHINE") == "x86_64");
+  CHECK(*model.metadata_value("AOTI_CPU_ISA") == "AVX512 AVX512_VNNI AMX_TILE");
+  CHECK(*model.metadata_value("AOTI_COMPUTE_CAPABILITY") == "90");
+  CHECK(model.metadata_value("AOTI_NOT_THERE") == nullptr);
+
+  const Pt2Entry* library = package->find_entry(model.wrapper_library);
+  REQUIRE(library);
+  CHECK(library->size == 2302696);
+  CHECK(library->compressed_size == 2302696);
+  CHECK(library->compression_method == 0);
+  CHECK(library->crc32 == 0x77401588u);
+  const Pt2Entry* blob = package->find_entry(*model.weights_blob);
+  REQUIRE(blob);
+  CHECK(blob->size == 3200);
+  CHECK(blob->crc32 == 0x7794b84fu);
+
+  // Digests computed independently with `unzip -p mlp_et.pt2 '*wrapper_weights.blob' | sha256sum`.
+  auto blob_bytes = package->read_entry(*model.weights_blob, 3200);
+  REQUIRE_MESSAGE(blob_bytes.ok(), blob_bytes.error().message);
+  CHECK(blob_bytes->size() == 3200);
+  CHECK(hex_digest(*blob_bytes) == "cf2ce5efff8d4611b11fedb328b1775f205ea01887f9aacda7b75d0c4485d5bd");
+}
+
+TEST_CASE("pt2: mlp_sm90.pt2 (default options) has two cubins and its weights in the library") {
+  PTB_REQUIRE_FIXTURES();
+  auto package = Pt2Package::open(ptb::test::fixture("aoti/mlp_sm90.pt2").string());
+  REQUIRE_MESSAGE(package.ok(), package.error().message);
+  CHECK(package->root() == "mlp/");
+  CHECK(package->entries().size() == 12);
+  REQUIRE(package->models().size() == 1);
+  const Pt2Model& model = package->models()[0];
+  CHECK(model.name == "model");
+  CHECK(model.wrapper_library ==
+        "mlp/data/aotinductor/model/calwzalqdzdvgjtyg2f7ifxmz4jk3blxx75opyz5nchbnpdzrnwp.wrapper.so");
+  CHECK_FALSE(model.weights_blob.has_value());
+  CHECK(model.weights_in_library());
+  CHECK(model.kernels_in_separate_files());
+  REQUIRE(model.kernel_binaries.size() == 2);
+  CHECK(model.kernel_binaries[0] ==
+        "mlp/data/aotinductor/model/cj5jc44ii5saeckbg5pt2qt6sov35toygjqbvcyja3efwv23qx5c.cubin");
+  CHECK(package->find_entry(model.kernel_binaries[0])->size == 7248);
+  CHECK(package->find_entry(model.kernel_binaries[1])->size == 7496);
+  CHECK(package->find_entry(model.wrapper_library)->size == 2298152);
+  CHECK(*model.metadata_value("AOTI_COMPUTE_CAPABILITY") == "90");
+
+  // A cubin is an ELF for NVIDIA (e_machine 190 = EM_CUDA).
+  auto cubin = package->read_entry(model.kernel_binaries[0], 1 << 20);
+  REQUIRE(cubin.ok());
+  REQUIRE(cubin->size() == 7248);
+  CHECK((*cubin)[0] == 0x7f);
+  CHECK((*cubin)[1] == 'E');
+  CHECK((*cubin)[18] == 190);
+}
+
+TEST_CASE("pt2: mlp_et_ptx.pt2 has the ExecuTorch layout with a larger library") {
+  PTB_REQUIRE_FIXTURES();
+  auto package = Pt2Package::open(ptb::test::fixture("aoti/mlp_et_ptx.pt2").string());
+  REQUIRE_MESSAGE(package.ok(), package.error().message);
+  CHECK(package->root() == "mlp_et_ptx/");
+  REQUIRE(package->models().size() == 1);
+  const Pt2Model& model = package->models()[0];
+  CHECK(model.kernel_binaries.empty());
+  REQUIRE(model.weights_blob.has_value());
+  CHECK(package->find_entry(*model.weights_blob)->size == 3200);
+  CHECK(package->find_entry(model.wrapper_library)->size == 2306792);
+  CHECK(*model.metadata_value("AOTI_COMPUTE_CAPABILITY") == "90");
+  CHECK(package->find_model("model") == &model);
+  CHECK(package->find_model("other") == nullptr);
+}
+
+TEST_CASE("pt2: extracting the wrapper library streams the exact bytes") {
+  PTB_REQUIRE_FIXTURES();
+  auto package = Pt2Package::open(ptb::test::fixture("aoti/mlp_et.pt2").string());
+  REQUIRE(package.ok());
+  TempDir dir;
+  auto target = (dir / "wrapper.so").string();
+  auto status = package->extract_entry_to(kEtStem + ".so", target, 8 << 20);
+  REQUIRE_MESSAGE(status.ok(), status.error().message);
+  auto file = MappedFile::open(target);
+  REQUIRE(file.ok());
+  CHECK(file->size() == 2302696);
+  // `unzip -p mlp_et.pt2 '*wrapper.so' | sha256sum`
+  CHECK(to_hex(sha256(file->bytes())) == "63e47df0b2a01ebd144e690571b6fe6fc25d6a0a69fe2ddd2232d08fd002a24a");
+}
+
+TEST_CASE("pt2: limits, unknown entries and bad archives fail cleanly") {
+  PTB_REQUIRE_FIXTURES();
+  auto source = ptb::test::fixture("aoti/mlp_et.pt2");
+  auto package = Pt2Package::open(source.string());
+  REQUIRE(package.ok());
+
+  auto too_big = package->read_entry(kEtStem + "_weights.blob", 3199);
+  REQUIRE_FALSE(too_big.ok());
+  CHECK(too_big.error().message.find("mlp_et.pt2: entry '" + kEtStem + "_weights.blob'") != std::string::npos);
+  CHECK(too_big.error().message.find("3200") != std::string::npos);
+
+  TempDir dir;
+  auto target = dir / "out.so";
+  CHECK_FALSE(package->extract_entry_to(kEtStem + ".so", target.string(), 1000).ok());
+  CHECK(std::filesystem::is_empty(dir.path()));  // nothing half-written is left
+
+  auto missing = package->read_entry("mlp_et/../../etc/passwd", kNoLimit);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message.find("no such entry") != std::string::npos);
+
+  SUBCASE("truncated") {
+    auto copy = dir / "truncated.pt2";
+    std::filesystem::copy_file(source, copy);
+    std::filesystem::resize_file(copy, 1000000);
+    auto opened = Pt2Package::open(copy.string());
+    REQUIRE_FALSE(opened.ok());
+    CHECK(opened.error().kind == ErrorKind::Invalid);
+    CHECK(opened.error().message.find("truncated.pt2") != std::string::npos);
+  }
+  SUBCASE("a flipped byte inside the stored library fails its CRC") {
+    auto copy = dir / "corrupt.pt2";
+    std::filesystem::copy_file(source, copy);
+    std::filesystem::permissions(copy, std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+    {
+      std::fstream f(copy, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(1000000);  // inside the 2.3 MB .wrapper.so, the largest entry
+      char c = 0;
+      f.read(&c, 1);
+      f.seekp(1000000);
+      c = static_cast<char>(c ^ 0x5a);
+      f.write(&c, 1);
+    }
+    auto opened = Pt2Package::open(copy.string());
+    REQUIRE_MESSAGE(opened.ok(), opened.error().message);
+    auto bytes = opened->read_entry(kEtStem + ".so", kNoLimit);
+    REQUIRE_FALSE(bytes.ok());
+    CHECK(bytes.error().message.find("corrupt.pt2: entry '" + kEtStem + ".so'") != std::string::npos);
+    CHECK(bytes.error().message.find("CRC") != std::string::npos);
+    // Other entries still read.
+    CHECK(opened->read_entry(kEtStem + "_weights.blob", kNoLimit).ok());
+  }
+  SUBCASE("not a zip at all") {
+    auto path = (dir / "text.pt2").string();
+    REQUIRE(write_file_atomically(path, std::string("this is not a zip archive")).ok());
+    auto opened = Pt2Package::open(path);
+    REQUIRE_FALSE(opened.ok());
+    CHECK(opened.error().message.find("text.pt2: not a readable zip archive") != std::string::npos);
+  }
+  SUBCASE("missing file is an I/O error") {
+    auto opened = Pt2Package::open((dir / "absent.pt2").string());
+    REQUIRE_FALSE(opened.ok());
+    CHECK(opened.error().kind == ErrorKind::Io);
+  }
+}
