@@ -5,6 +5,7 @@
 #include <set>
 
 #include "layout_writer.h"
+#include "program_pack.h"
 #include "ptbundle/fb/flat_tensor_generated.h"
 #include "ptbundle/pte_writer.h"
 
@@ -68,7 +69,7 @@ Result<PtdWriteLayout> write_ptd(AtomicOutput& out, const PtdContents& contents,
     table.named_data.push_back(std::move(named));
   }
   flatbuffers::FlatBufferBuilder builder(4096);
-  builder.Finish(fb::ptd::FlatTensor::Pack(builder, &table), fb::ptd::FlatTensorIdentifier());
+  builder.Finish(detail::pack_flat_tensor(builder, table), fb::ptd::FlatTensorIdentifier());
   Bytes flatbuffer(builder.GetBufferPointer(), builder.GetSize());
 
   uint64_t header_size =

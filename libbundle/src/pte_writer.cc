@@ -5,6 +5,7 @@
 #include <set>
 
 #include "layout_writer.h"
+#include "program_pack.h"
 
 namespace ptb {
 namespace {
@@ -81,12 +82,14 @@ Result<PteWriteLayout> write_pte(AtomicOutput& out, fb::ProgramT& program,
   }
 
   flatbuffers::FlatBufferBuilder builder(1 << 16);
-  builder.Finish(fb::Program::Pack(builder, &program), fb::ProgramIdentifier());
+  builder.Finish(detail::pack_program(builder, program), fb::ProgramIdentifier());
   Bytes flatbuffer(builder.GetBufferPointer(), builder.GetSize());
 
   PteWriteLayout layout;
   layout.segment_offsets = plan.offsets;
-  if (segments.empty()) {
+  // ExecuTorch adds the extended header only when there are segment bytes
+  // (add.pte lists one empty segment and has no header).
+  if (plan.data_size == 0) {
     layout.program_size = flatbuffer.size();
     layout.file_size = flatbuffer.size();
     PTB_CHECK(out.write(flatbuffer));
