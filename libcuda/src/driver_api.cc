@@ -1,0 +1,71 @@
+#include "driver_api.h"
+
+#include <dlfcn.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace ptb::detail {
+namespace {
+
+template <class F>
+bool resolve(void* handle, const char* name, F*& slot) {
+  slot = reinterpret_cast<F*>(dlsym(handle, name));
+  return slot != nullptr;
+}
+
+Result<DriverApi> open_driver(const std::string& library) {
+  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    return invalid(library + " not found: " + (why ? why : "dlopen failed"));
+  }
+  DriverApi api;
+  std::string missing;
+  const auto need = [&](const char* name, auto& slot) {
+    if (!resolve(handle, name, slot)) missing += (missing.empty() ? "" : ", ") + std::string(name);
+  };
+  need("cuInit", api.cuInit);
+  need("cuDriverGetVersion", api.cuDriverGetVersion);
+  need("cuDeviceGetCount", api.cuDeviceGetCount);
+  need("cuDeviceGet", api.cuDeviceGet);
+  need("cuDeviceGetName", api.cuDeviceGetName);
+  need("cuDeviceGetAttribute", api.cuDeviceGetAttribute);
+  if (!resolve(handle, "cuDeviceGetUuid_v2", api.cuDeviceGetUuid)) need("cuDeviceGetUuid", api.cuDeviceGetUuid);
+  need("cuDeviceTotalMem_v2", api.cuDeviceTotalMem);
+  need("cuDevicePrimaryCtxRetain", api.cuDevicePrimaryCtxRetain);
+  need("cuDevicePrimaryCtxRelease_v2", api.cuDevicePrimaryCtxRelease);
+  need("cuCtxSetCurrent", api.cuCtxSetCurrent);
+  need("cuModuleLoadData", api.cuModuleLoadData);
+  need("cuModuleUnload", api.cuModuleUnload);
+  resolve(handle, "cuGetErrorName", api.cuGetErrorName);
+  if (!missing.empty()) {
+    dlclose(handle);
+    return invalid(library + " lacks " + missing + "; expected an NVIDIA driver for CUDA 11 or newer");
+  }
+  return api;  // the handle stays open on purpose, see load_driver
+}
+
+}  // namespace
+
+Result<const DriverApi*> load_driver(const std::string& library) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<DriverApi>> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = loaded.find(library);
+  if (found != loaded.end()) return static_cast<const DriverApi*>(found->second.get());
+  PTB_TRY(DriverApi api, open_driver(library));
+  auto& slot = loaded[library];
+  slot = std::make_unique<DriverApi>(api);
+  return static_cast<const DriverApi*>(slot.get());
+}
+
+std::string result_name(const DriverApi& api, CUresult result) {
+  const char* name = nullptr;
+  if (api.cuGetErrorName != nullptr && api.cuGetErrorName(result, &name) == kCudaSuccess && name != nullptr)
+    return std::string(name) + " (" + std::to_string(result) + ")";
+  return "CUresult " + std::to_string(result);
+}
+
+}  // namespace ptb::detail
