@@ -1,6 +1,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <zip.h>
+
 #include "ptbundle/pt2.h"
 #include "ptbundle/sha256.h"
 #include "support.h"
@@ -193,5 +195,143 @@ TEST_CASE("pt2: limits, unknown entries and bad archives fail cleanly") {
     auto opened = Pt2Package::open((dir / "absent.pt2").string());
     REQUIRE_FALSE(opened.ok());
     CHECK(opened.error().kind == ErrorKind::Io);
+  }
+}
+
+// Small synthetic packages, written with libzip itself and then patched, for
+// the layouts and attacks the real fixtures do not show.
+namespace {
+
+struct ZipFile {
+  std::string name;
+  std::string data;
+  bool deflate = false;
+};
+
+void write_zip(const std::filesystem::path& path, const std::vector<ZipFile>& files) {
+  int error = 0;
+  zip_t* zip = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &error);
+  REQUIRE(zip);
+  for (const auto& file : files) {
+    zip_source_t* source = zip_source_buffer(zip, file.data.data(), file.data.size(), 0);
+    REQUIRE(source);
+    zip_int64_t index = zip_file_add(zip, file.name.c_str(), source, ZIP_FL_ENC_UTF_8);
+    REQUIRE(index >= 0);
+    REQUIRE(zip_set_file_compression(zip, static_cast<zip_uint64_t>(index),
+                                     file.deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0) == 0);
+  }
+  REQUIRE(zip_close(zip) == 0);
+}
+
+// Replaces every occurrence of `from` with `to` (same length) in the file.
+void patch_bytes(const std::filesystem::path& path, const std::string& from, const std::string& to) {
+  REQUIRE(from.size() == to.size());
+  std::string bytes = ptb::test::read_text(path);
+  size_t count = 0;
+  for (size_t at = bytes.find(from); at != std::string::npos; at = bytes.find(from, at + 1), ++count)
+    bytes.replace(at, to.size(), to);
+  REQUIRE(count > 0);
+  std::filesystem::remove(path);
+  REQUIRE(write_file_atomically(path.string(), bytes).ok());
+}
+
+}  // namespace
+
+TEST_CASE("pt2: a package without a root folder, with two models and external weights") {
+  TempDir dir;
+  auto path = dir / "plain.pt2";
+  write_zip(path, {
+                      {"data/aotinductor/a/h1.wrapper.so", "ELF-a"},
+                      {"data/aotinductor/a/h1.wrapper_metadata.json", R"({"AOTI_DEVICE_KEY": "cpu"})"},
+                      {"data/aotinductor/a/h1.wrapper.cpp", "// source", true},
+                      {"data/aotinductor/a/h1.o", "obj"},
+                      {"data/aotinductor/b/k.so", "ELF-b"},
+                      {"data/aotinductor/b/k.fatbin", "fb"},
+                      {"data/aotinductor/b/k.ptx", ".version 8.0"},
+                      {"data/aotinductor/b/sub/nested.cubin", "ignored"},
+                      {"data/constants/tensor_0", "c"},
+                      {"data/weights/weight_0", "w"},
+                  });
+  auto package = Pt2Package::open(path.string());
+  REQUIRE_MESSAGE(package.ok(), package.error().message);
+  CHECK(package->root().empty());
+  CHECK(package->archive_format().empty());
+  CHECK(package->external_weight_entries() == std::vector<std::string>{"data/constants/tensor_0", "data/weights/weight_0"});
+  REQUIRE(package->models().size() == 2);
+  const Pt2Model* a = package->find_model("a");
+  REQUIRE(a);
+  CHECK(a->wrapper_library == "data/aotinductor/a/h1.wrapper.so");
+  CHECK(a->object_files == std::vector<std::string>{"data/aotinductor/a/h1.o"});
+  CHECK(*a->metadata_value("AOTI_DEVICE_KEY") == "cpu");
+  CHECK(a->weights_in_library());
+  CHECK(package->find_entry("data/aotinductor/a/h1.wrapper.cpp")->compression_method == ZIP_CM_DEFLATE);
+  auto source = package->read_entry("data/aotinductor/a/h1.wrapper.cpp", 100);
+  REQUIRE(source.ok());
+  CHECK(std::string(source->begin(), source->end()) == "// source");
+  const Pt2Model* b = package->find_model("b");
+  REQUIRE(b);
+  CHECK(b->wrapper_library == "data/aotinductor/b/k.so");
+  CHECK(b->kernel_binaries == std::vector<std::string>{"data/aotinductor/b/k.fatbin", "data/aotinductor/b/k.ptx"});
+  CHECK_FALSE(b->metadata_entry.has_value());
+  CHECK(b->metadata.empty());
+}
+
+TEST_CASE("pt2: a deflated entry that inflates past its declared size is refused") {
+  TempDir dir;
+  auto path = dir / "bomb.pt2";
+  // 1 MiB of 'A' deflates to about a kilobyte; the sizes are then patched down.
+  write_zip(path, {{"p/data/aotinductor/model/x.wrapper.so", std::string(1 << 20, 'A'), true}});
+  auto honest = Pt2Package::open(path.string());
+  REQUIRE(honest.ok());
+  CHECK(honest->entries()[0].size == (1u << 20));
+  CHECK(honest->entries()[0].compressed_size < 10000);
+  auto refused = honest->read_entry("p/data/aotinductor/model/x.wrapper.so", 4096);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("1048576 bytes uncompressed; the limit is 4096") != std::string::npos);
+
+  // Little-endian 1 MiB (00 00 10 00) becomes 100 in the local and central headers.
+  patch_bytes(path, std::string("\x00\x00\x10\x00", 4), std::string("\x64\x00\x00\x00", 4));
+  auto lying = Pt2Package::open(path.string());
+  if (!lying.ok()) return;  // refusing the inconsistent archive outright is fine too
+  CHECK(lying->entries()[0].size == 100);
+  auto bytes = lying->read_entry("p/data/aotinductor/model/x.wrapper.so", 4096);
+  REQUIRE_FALSE(bytes.ok());
+  CHECK(bytes.error().message.find("bomb.pt2: entry 'p/data/aotinductor/model/x.wrapper.so'") != std::string::npos);
+}
+
+TEST_CASE("pt2: duplicate names, ambiguous libraries and bad metadata are refused") {
+  TempDir dir;
+  SUBCASE("two entries with one name") {
+    auto path = dir / "dup.pt2";
+    write_zip(path, {{"p/data/aotinductor/model/x.so", "one"}, {"p/data/aotinductor/model/y.so", "two"}});
+    patch_bytes(path, "model/y.so", "model/x.so");
+    auto package = Pt2Package::open(path.string());
+    REQUIRE_FALSE(package.ok());
+    CHECK(package.error().message.find("dup.pt2: not a readable zip archive: two entries share one name") !=
+          std::string::npos);
+  }
+  SUBCASE("two libraries, neither a wrapper") {
+    auto path = dir / "two.pt2";
+    write_zip(path, {{"p/data/aotinductor/model/x.so", "one"}, {"p/data/aotinductor/model/y.so", "two"}});
+    auto package = Pt2Package::open(path.string());
+    REQUIRE_FALSE(package.ok());
+    CHECK(package.error().message.find("model 'model': 2 shared library entries") != std::string::npos);
+  }
+  SUBCASE("metadata value that is not a string") {
+    auto path = dir / "meta.pt2";
+    write_zip(path, {{"p/data/aotinductor/model/x.wrapper.so", "lib"},
+                     {"p/data/aotinductor/model/x.wrapper_metadata.json", R"({"AOTI_COMPUTE_CAPABILITY": 90})"}});
+    auto package = Pt2Package::open(path.string());
+    REQUIRE_FALSE(package.ok());
+    CHECK(package.error().message.find("x.wrapper_metadata.json': key 'AOTI_COMPUTE_CAPABILITY': value is number") !=
+          std::string::npos);
+  }
+  SUBCASE("metadata that is not JSON") {
+    auto path = dir / "meta2.pt2";
+    write_zip(path, {{"p/data/aotinductor/model/x.wrapper.so", "lib"},
+                     {"p/data/aotinductor/model/x.wrapper_metadata.json", "{not json"}});
+    auto package = Pt2Package::open(path.string());
+    REQUIRE_FALSE(package.ok());
+    CHECK(package.error().message.find("not a JSON object") != std::string::npos);
   }
 }

@@ -121,7 +121,8 @@ Result<Pt2Package> Pt2Package::open(const std::string& path, Pt2Limits limits) {
   package.archive_->zip = zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code);
   if (!package.archive_->zip) {
     auto kind = code == ZIP_ER_NOENT || code == ZIP_ER_OPEN || code == ZIP_ER_READ ? ErrorKind::Io : ErrorKind::Invalid;
-    return Error{kind, path + ": not a readable zip archive: " + libzip_error_text(code)};
+    std::string why = code == ZIP_ER_EXISTS ? "two entries share one name" : libzip_error_text(code);
+    return Error{kind, path + ": not a readable zip archive: " + why};
   }
   zip_int64_t count = zip_get_num_entries(package.archive_->zip, 0);
   std::set<std::string, std::less<>> seen;
