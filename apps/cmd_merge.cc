@@ -1,11 +1,123 @@
-// Placeholder until the subcommand's issue lands; replaced wholesale.
+// `ptbundle merge`: exports of one program for different GPUs into one.
+//   ptbundle merge -o OUT.pte [--output-data OUT.ptd] IN.pte[,IN.ptd]... [--fallback F.pte[,F.ptd]] [--json]
+//   ptbundle merge -o OUT_DIR BUNDLE...
+// Parsing and printing only; the rules live in libbundle (merge.h).
+#include <filesystem>
+#include <iostream>
+
 #include "command.h"
+#include "ptbundle/merge.h"
+#include "ptbundle/merge_scan.h"
 
 namespace ptb::app {
+namespace {
+
+struct MergeOptions {
+  std::string output;
+  std::string output_data;
+  std::vector<std::string> inputs;
+  std::string fallback;
+  bool json = false;
+  unsigned threads = 0;
+};
+
+// "a.pte,a.ptd" -> both; "a.pte" -> no data file. The comma before a name
+// ending in .ptd splits, so that other commas in paths survive.
+MergeSource parse_source(const std::string& text) {
+  auto comma = text.rfind(',');
+  if (comma != std::string::npos && comma + 1 < text.size()) {
+    std::string data = text.substr(comma + 1);
+    if (data.size() > 4 && data.compare(data.size() - 4, 4, ".ptd") == 0) return {text.substr(0, comma), data};
+  }
+  return {text, ""};
+}
+
+void print_table(const MergeResult& result) {
+  std::vector<std::array<std::string, 4>> rows = {{"delegate", "kind", "target", "source"}};
+  for (const VariantOrigin& origin : result.provenance) {
+    std::string source = origin.source_pte + (origin.kind == VariantKind::PtxFallback ? " [fallback]" : "");
+    rows.push_back({origin.delegate(), variant_kind_name(origin.kind), origin.target(), source});
+  }
+  std::array<size_t, 4> width{};
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < 4; ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < 4; ++c) {
+      line += row[c];
+      if (c + 1 < 4) line += std::string(width[c] - row[c].size() + 2, ' ');
+    }
+    std::cout << line << '\n';
+  }
+}
+
+Json result_json(const MergeResult& result) {
+  Json variants = Json::array();
+  for (const CudaVariant& v : result.variants) {
+    variants.push_back({{"target_sm", v.target_sm}, {"ptx_compute", v.ptx_compute}, {"fallback_only", v.fallback_only}});
+  }
+  Json provenance = Json::array();
+  for (const VariantOrigin& origin : result.provenance) {
+    provenance.push_back({{"delegate", origin.delegate()},
+                          {"method", origin.method},
+                          {"delegate_index", origin.delegate_index},
+                          {"kind", variant_kind_name(origin.kind)},
+                          {"target", origin.target()},
+                          {"target_sm", origin.target_sm},
+                          {"ptx_compute", origin.ptx_compute},
+                          {"library_key", origin.so_key},
+                          {"library_size", origin.so_size},
+                          {"source", origin.source_pte},
+                          {"from_fallback_option", origin.from_fallback_option}});
+  }
+  Json outputs = {{"pte", result.output_pte}};
+  outputs["ptd"] = result.output_ptd.empty() ? Json(nullptr) : Json(result.output_ptd);
+  return {{"outputs", outputs},
+          {"variants", variants},
+          {"provenance", provenance},
+          {"weights", {{"count", result.weight_count}, {"bytes", result.weight_bytes}}},
+          {"compared_bytes", result.compared_bytes}};
+}
+
+int run_file_merge(const MergeOptions& options) {
+  MergeRequest request;
+  for (const std::string& input : options.inputs) request.inputs.push_back(parse_source(input));
+  if (!options.fallback.empty()) request.fallback = parse_source(options.fallback);
+  request.output_pte = options.output;
+  request.output_ptd = options.output_data;
+  request.scan_library = merge_library_scan();
+  request.threads = options.threads;
+  auto result = merge_programs(request);
+  if (!result) return report(result.error());
+  if (options.json) {
+    print_json(result_json(*result));
+  } else {
+    print_table(*result);
+    std::fprintf(stderr, "ptbundle: wrote %s%s%s (%zu variants per CUDA delegate)\n", result->output_pte.c_str(),
+                 result->output_ptd.empty() ? "" : " and ", result->output_ptd.c_str(), result->variants.size());
+  }
+  return 0;
+}
+
+}  // namespace
 
 Action add_merge(CLI::App& root) {
-  root.add_subcommand("merge", "(not built yet)");
-  return [] { return report(usage_error("'merge' is not built yet")); };
+  auto options = std::make_shared<MergeOptions>();
+  CLI::App* command = root.add_subcommand(
+      "merge",
+      "Merge exports of one program built for different GPUs into one program that carries every variant.\n"
+      "The inputs must be the same program with identical weights; see ptbundle-merge(1).");
+  command->add_option("-o,--output", options->output, "Output .pte")->required();
+  command->add_option("--output-data", options->output_data,
+                      "Output .ptd: one copy of the weights (required when the inputs have data files)");
+  command->add_option("inputs", options->inputs, "IN.pte[,IN.ptd]: exports, each contributing its native variants")
+      ->required();
+  command->add_option("--fallback", options->fallback,
+                      "F.pte[,F.ptd]: an export with exactly one PTX-capable variant, added as the runtime fallback");
+  command->add_flag("--json", options->json, "Print the result as one JSON document");
+  command->add_option("--threads", options->threads, "Threads comparing weights (default: one per core, at most 4)");
+  return [options] { return run_file_merge(*options); };
 }
 
 }  // namespace ptb::app
