@@ -8,10 +8,10 @@ if(PTB_DEPS_PREFIX)
   list(PREPEND CMAKE_PROGRAM_PATH "${PTB_DEPS_PREFIX}/bin")
   # FindOpenSSL searches pkg-config's answer before CMAKE_PREFIX_PATH.
   set(OPENSSL_ROOT_DIR "${PTB_DEPS_PREFIX}")
-  # The packed libzip needs the packed libcrypto and libbz2 beside it, but has
-  # no run path of its own. DT_RPATH (unlike the newer DT_RUNPATH) applies to
-  # the dependencies of the executable's libraries too, so one entry on our
-  # binaries lets the loader find all three without LD_LIBRARY_PATH.
+  # The packed libzip finds its own needs (libbz2, libcrypto when packed) only
+  # through its user's run path: it has none. DT_RPATH, unlike the newer
+  # DT_RUNPATH, also serves the dependencies of the executable's libraries, so
+  # one entry on our binaries is enough, without LD_LIBRARY_PATH.
   list(APPEND CMAKE_BUILD_RPATH "${PTB_DEPS_PREFIX}/lib")
   add_link_options(LINKER:--disable-new-dtags)
 endif()
