@@ -1,0 +1,199 @@
+#include <cstdlib>
+#include <fstream>
+
+#include "ptbundle/manifest.h"
+#include "support.h"
+
+using namespace ptb;
+using ptb::test::TempDir;
+
+namespace {
+
+const std::string kHash = std::string(64, 'a');
+
+Manifest sample() {
+  Manifest m;
+  m.ptbundle_version = "0.1.0";
+  m.created = "2026-05-01T12:34:56Z";
+  ManifestPart part;
+  part.name = "encoder";
+  part.source = {"executorch", {"model.pte", "aoti_cuda_blob.ptd"}};
+  part.files = {{FileRole::Program, "encoder.pte", 28888, kHash},
+                {FileRole::Data, "encoder.ptd", 8832, std::string(64, 'b')},
+                {FileRole::Testcase, "testcases/encoder.ptd", 900, std::string(64, 'c')}};
+  part.data_name = "encoder";
+  ManifestMethod method;
+  method.name = "forward";
+  method.inputs = {{"tensor", "float32", {4, 32}, "static"}};
+  method.outputs = {{"tensor", "float32", {4, 64}, "static"}, {"int", "", {}, ""}};
+  method.delegates = {{"CudaBackend", std::string("encoder")}};
+  part.methods = {method};
+  part.cuda = CudaInfo{{{"sm_80", 80, "cubin"}, {"compute_75", 75, "ptx"}}, BuildGpu{std::nullopt, std::string("9.0"), std::nullopt}};
+  part.testcase = ManifestTestcase{"testcases/encoder.ptd", 1e-5, 1e-4, 1, 1};
+  m.parts.push_back(part);
+  ManifestPart head;
+  head.name = "head";
+  head.source = {"aoti_package", {"mlp_et.pt2"}};
+  head.files = {{FileRole::Program, "head.pte", 10, kHash}};
+  m.parts.push_back(head);
+  return m;
+}
+
+// The error message of reading `json`, or "" if it is accepted.
+std::string refusal(const Json& json) {
+  auto result = manifest_from_json(json, "b/bundle.json");
+  return result.ok() ? std::string() : result.error().message;
+}
+
+bool mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("manifest: written and read back field for field, keys in a stable order") {
+  Manifest m = sample();
+  Json json = manifest_to_json(m);
+  std::string text = json.dump(2);
+  CHECK(text.find("\"format\"") < text.find("\"format_version\""));
+  CHECK(text.find("\"format_version\"") < text.find("\"parts\""));
+  auto back = parse_manifest(text, "bundle.json");
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(manifest_to_json(*back) == json);
+  const auto* part = back->find_part("encoder");
+  REQUIRE(part != nullptr);
+  CHECK(part->files.size() == 3);
+  CHECK(part->find_file(FileRole::Data)->size == 8832);
+  CHECK(part->methods[0].inputs[0].shape == std::vector<int64_t>{4, 32});
+  CHECK(part->methods[0].outputs[1].kind == "int");
+  CHECK(part->cuda->kernel_targets[1].kind == "ptx");
+  CHECK(part->cuda->built_on->compute_capability == "9.0");
+  CHECK_FALSE(part->cuda->built_on->name.has_value());
+  CHECK(part->testcase->rtol == doctest::Approx(1e-4));
+  CHECK(back->find_part("head")->testcase == std::nullopt);
+  CHECK(back->find_part("Head") == nullptr);
+}
+
+TEST_CASE("manifest: written atomically into the bundle folder") {
+  TempDir dir;
+  REQUIRE(write_manifest(dir.path().string(), sample()).ok());
+  auto back = read_manifest(dir.path().string());
+  REQUIRE(back.ok());
+  CHECK(back->parts.size() == 2);
+  size_t entries = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    (void)entry;
+    ++entries;
+  }
+  CHECK(entries == 1);  // bundle.json, no temporary file left
+  CHECK(utc_now_iso8601().size() == 20);
+  auto missing = read_manifest((dir / "nope").string());
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().kind == ErrorKind::Io);
+}
+
+TEST_CASE("manifest: a hand-edited manifest cannot point outside the bundle") {
+  Json good = manifest_to_json(sample());
+  REQUIRE(refusal(good).empty());
+
+  Json j = good;
+  j["parts"][0]["files"][0]["path"] = "../../etc/passwd";
+  CHECK(mentions(refusal(j), "b/bundle.json: parts[0].files[0].path: is \"../../etc/passwd\"; expected \"encoder.pte\""));
+  j = good;
+  j["parts"][0]["files"][1]["path"] = "/tmp/encoder.ptd";
+  CHECK(mentions(refusal(j), "expected \"encoder.ptd\""));
+  j = good;
+  j["parts"][0]["name"] = "../encoder";
+  CHECK(mentions(refusal(j), "parts[0].name: part name \"../encoder\" contains '/'"));
+  j = good;
+  j["parts"][0]["name"] = "nul";
+  CHECK(mentions(refusal(j), "Windows device name"));
+  j = good;
+  j["parts"][0]["data_name"] = "other";
+  CHECK(mentions(refusal(j), "parts[0].data_name: expected \"encoder\""));
+  j = good;
+  j["parts"][0]["methods"][0]["delegates"][0]["data_name"] = "../x";
+  CHECK(mentions(refusal(j), "delegates[0].data_name: part name \"../x\" contains '/'"));
+  j = good;
+  j["parts"][0]["methods"][0]["delegates"][0]["data_name"] = "head";
+  CHECK(mentions(refusal(j), "is \"head\"; expected \"encoder\", the part's name"));
+  j = good;
+  j["parts"][0]["testcase"]["path"] = "testcases/../../x.ptd";
+  CHECK(mentions(refusal(j), "parts[0].testcase.path"));
+  j = good;
+  j["parts"][1]["name"] = "Encoder";
+  j["parts"][1]["files"][0]["path"] = "Encoder.pte";
+  CHECK(mentions(refusal(j), "\"encoder\" and \"Encoder\" differ only in case"));
+}
+
+TEST_CASE("manifest: every field is type-checked") {
+  Json good = manifest_to_json(sample());
+  Json j = good;
+  j["format_version"] = 2;
+  CHECK(mentions(refusal(j), "format_version: 2 is not supported; expected 1 (written by a newer ptbundle)"));
+  j = good;
+  j["format_version"] = "1";
+  CHECK(mentions(refusal(j), "format_version: is a string; expected an integer >= 0"));
+  j = good;
+  j["surprise"] = true;
+  CHECK(mentions(refusal(j), "top level: has the unknown key \"surprise\""));
+  j = good;
+  j["created"] = "yesterday";
+  CHECK(mentions(refusal(j), "created: is \"yesterday\"; expected a UTC time"));
+  j = good;
+  j["parts"][0]["files"][0]["sha256"] = std::string(64, 'A');
+  CHECK(mentions(refusal(j), "files[0].sha256: expected 64 lowercase hexadecimal digits"));
+  j = good;
+  j["parts"][0]["files"][0]["size"] = -1;
+  CHECK(mentions(refusal(j), "files[0].size: is a number; expected an integer >= 0"));
+  j = good;
+  j["parts"][0]["files"].erase(0);
+  CHECK(mentions(refusal(j), "parts[0].files: has no program file"));
+  j = good;
+  j["parts"][0]["files"].push_back(good["parts"][0]["files"][1]);
+  CHECK(mentions(refusal(j), "parts[0].files[3]: is a second data file"));
+  j = good;
+  j["parts"][0]["methods"][0]["inputs"][0]["dtype"] = "float33";
+  CHECK(mentions(refusal(j), "inputs[0].dtype: \"float33\" is not a dtype"));
+  j = good;
+  j["parts"][0]["methods"][0]["inputs"][0]["shape"] = Json::array({4, -1});
+  CHECK(mentions(refusal(j), "inputs[0].shape[1]: expected an integer >= 0"));
+  j = good;
+  j["parts"][0]["cuda"]["kernel_targets"][0]["kind"] = "sass";
+  CHECK(mentions(refusal(j), "kernel_targets[0].kind: is \"sass\""));
+  j = good;
+  j["parts"][0]["testcase"]["atol"] = -1;
+  CHECK(mentions(refusal(j), "testcase.atol: is negative"));
+  j = good;
+  j["parts"][0]["testcase"] = nullptr;
+  CHECK(mentions(refusal(j), "parts[0].testcase: is null but the part lists a testcase file"));
+  j = good;
+  j["parts"][1]["source"]["kind"] = "onnx";
+  CHECK(mentions(refusal(j), "parts[1].source.kind: is \"onnx\""));
+  CHECK(mentions(parse_manifest("{not json", "x/bundle.json").error().message, "x/bundle.json: not valid JSON"));
+}
+
+TEST_CASE("manifest: what we write passes the published JSON Schema") {
+  std::string schema = std::string(PTB_SOURCE_DIR) + "/schemas/bundle.schema.json";
+  if (std::system("python3 -c 'import jsonschema' >/dev/null 2>&1") != 0)
+    return ptb::test::skip("python3 with jsonschema not found: the schema check needs it");
+  TempDir dir;
+  auto validate = [&](const Json& json) {
+    auto path = dir / "m.json";
+    std::ofstream(path) << json.dump();
+    std::string command = "python3 -c 'import json,sys,jsonschema; s=json.load(open(sys.argv[1])); "
+                          "jsonschema.Draft202012Validator.check_schema(s); "
+                          "jsonschema.Draft202012Validator(s).validate(json.load(open(sys.argv[2])))' " +
+                          ptb::test::quote(schema) + " " + ptb::test::quote(path) + " >/dev/null 2>&1";
+    return std::system(command.c_str()) == 0;
+  };
+  Json good = manifest_to_json(sample());
+  CHECK(validate(good));
+  Json bad = good;
+  bad["parts"][0]["name"] = "con.txt";
+  CHECK_FALSE(validate(bad));
+  bad = good;
+  bad["parts"][0]["name"] = "x.PTD";
+  CHECK_FALSE(validate(bad));
+  bad = good;
+  bad["parts"][0]["methods"][0]["outputs"][1]["dtype"] = "float32";  // a non-tensor with a dtype
+  CHECK_FALSE(validate(bad));
+}
