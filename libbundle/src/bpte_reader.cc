@@ -43,6 +43,8 @@ Result<std::vector<BundledValue>> read_values(
     const fb::bpte::Value* value = values->Get(i);
     std::string here = context + "[" + num(i) + "]";
     BundledValue v;
+    // The verifier accepts a union whose type is set but whose table is absent.
+    if (!value->val()) return invalid(here + ": value has no contents; expected a tensor, int, bool or double");
     switch (value->val_type()) {
       case fb::bpte::ValueUnion::Tensor: {
         v.kind = "tensor";

@@ -83,6 +83,11 @@ Status check_values(const fb::Program& program, const fb::ExecutionPlan& plan, c
   for (flatbuffers::uoffset_t i = 0; i < plan.values()->size(); ++i) {
     const fb::EValue* value = plan.values()->Get(i);
     std::string here = context + ": value " + num(uint64_t{i});
+    // The verifier accepts a union whose type is set but whose table is absent.
+    if (value->val_type() != fb::KernelTypes::NONE && !value->val()) {
+      return invalid(here + ": value of kind " + std::to_string(static_cast<int>(value->val_type())) +
+                     " has no contents; expected its table");
+    }
     switch (value->val_type()) {
       case fb::KernelTypes::Tensor:
         PTB_CHECK(check_tensor(program, *value->val_as_Tensor(), here));
@@ -110,6 +115,11 @@ Status check_values(const fb::Program& program, const fb::ExecutionPlan& plan, c
 Status check_instruction(const fb::Instruction& instruction, uint64_t num_instructions, const fb::ExecutionPlan& plan,
                          const std::string& here) {
   uint64_t values = count(plan.values());
+  // The verifier accepts a union whose type is set but whose table is absent.
+  if (!instruction.instr_args()) {
+    return invalid(here + ": instruction of kind " + std::to_string(static_cast<int>(instruction.instr_args_type())) +
+                   " has no arguments; expected its table");
+  }
   switch (instruction.instr_args_type()) {
     case fb::InstructionArguments::KernelCall: {
       const auto* call = instruction.instr_args_as_KernelCall();
