@@ -1,0 +1,212 @@
+// How fast `ptbundle merge` proves and writes a merge, against `cat` of the
+// same inputs (the cost of just reading them from the page cache).
+//
+// It makes its own inputs with ptbundle's writers from the real sm80 export
+// (the program) and the real libraries in ../shared/fixtures/cuda/so: four
+// regular variants (sm80, sm86, sm90, sm120) and a compute_75 PTX fallback,
+// all sharing the same weights (2 GiB by default, in 64 tensors), in a
+// temporary folder. Then it times the ptbundle binary (median of 5 runs, each
+// a fresh process, peak resident memory from wait4) and `cat` of the inputs.
+// ExecuTorch's merge of such inputs took 13.5 s here; the goal is < 2.7 s.
+//
+//   bench_merge [--gib N] [--runs N] [--cli PATH] [--dir DIR]
+#include <sys/resource.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "../tests/variant_exports.h"
+
+namespace fs = std::filesystem;
+using namespace ptb;
+
+namespace {
+
+struct Options {
+  double gib = 2.0;
+  int runs = 5;
+  std::string cli;
+  std::string dir;
+};
+
+struct RunResult {
+  double seconds = 0;
+  long peak_kib = 0;
+  int status = -1;
+};
+
+fs::path find_fixtures() {
+  if (const char* env = std::getenv("PTB_FIXTURES")) return env;
+  for (fs::path candidate : {fs::path("../shared/fixtures"), fs::path("../../shared/fixtures")}) {
+    if (fs::is_directory(candidate / "cuda")) return fs::canonical(candidate);
+  }
+  return {};
+}
+
+std::vector<uint8_t> read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Runs `argv` as a child, its stdout to /dev/null; wall time and peak RSS.
+RunResult run_child(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  auto start = std::chrono::steady_clock::now();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::FILE* sink = std::freopen("/dev/null", "w", stdout);
+    (void)sink;
+    ::execv(args[0], args.data());
+    std::_Exit(127);
+  }
+  RunResult result;
+  struct rusage usage {};
+  int status = 0;
+  ::wait4(pid, &status, 0, &usage);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.peak_kib = usage.ru_maxrss;
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return result;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// A weights file with a pattern that varies across the file, written in 1 MiB
+// pieces.
+bool write_weights(const fs::path& path, uint64_t size) {
+  std::ofstream out(path, std::ios::binary);
+  std::vector<uint64_t> block((1u << 20) / sizeof(uint64_t));
+  for (uint64_t done = 0; done < size; done += block.size() * sizeof(uint64_t)) {
+    for (size_t i = 0; i < block.size(); ++i) block[i] = (done / 8 + i) * 0x9E3779B97F4A7C15ull;
+    uint64_t left = std::min<uint64_t>(block.size() * sizeof(uint64_t), size - done);
+    out.write(reinterpret_cast<const char*>(block.data()), static_cast<std::streamsize>(left));
+  }
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  options.cli = (fs::path(argv[0]).parent_path() / ".." / "apps" / "ptbundle").string();
+  options.dir = fs::temp_directory_path().string();
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    if (flag == "--gib") options.gib = std::atof(argv[i + 1]);
+    else if (flag == "--runs") options.runs = std::max(1, std::atoi(argv[i + 1]));
+    else if (flag == "--cli") options.cli = argv[i + 1];
+    else if (flag == "--dir") options.dir = argv[i + 1];
+  }
+  fs::path fixtures = find_fixtures();
+  if (fixtures.empty()) {
+    std::printf("SKIPPED bench_merge: ../shared/fixtures not found (set PTB_FIXTURES)\n");
+    return 0;
+  }
+  if (!fs::exists(options.cli)) {
+    std::printf("SKIPPED bench_merge: no ptbundle binary at %s (pass --cli)\n", options.cli.c_str());
+    return 0;
+  }
+
+  constexpr int kTensors = 64;
+  uint64_t tensor = static_cast<uint64_t>(options.gib * (1ull << 30)) / kTensors / 4096 * 4096;
+  uint64_t weights_size = tensor * kTensors;
+  struct statvfs disk {};
+  ::statvfs(options.dir.c_str(), &disk);
+  uint64_t free_bytes = static_cast<uint64_t>(disk.f_bavail) * disk.f_frsize;
+  if (free_bytes < weights_size * 8) {
+    std::printf("SKIPPED bench_merge: %.1f GiB free in %s, need %.1f GiB\n", free_bytes / 1073741824.0,
+                options.dir.c_str(), weights_size * 8 / 1073741824.0);
+    return 0;
+  }
+
+  fs::path work = fs::path(options.dir) / ("ptbundle-bench-merge-" + std::to_string(::getpid()));
+  fs::create_directories(work);
+  std::printf("making inputs in %s: 4 variants + fallback sharing %.2f GiB of weights (%d tensors)\n",
+              work.c_str(), weights_size / 1073741824.0, kTensors);
+  if (!write_weights(work / "weights.bin", weights_size)) {
+    std::printf("cannot write %s\n", (work / "weights.bin").c_str());
+    return 1;
+  }
+  auto source = MappedFile::open((work / "weights.bin").string());
+  if (!source.ok()) return std::printf("%s\n", source.error().message.c_str()), 1;
+
+  struct Variant {
+    const char* name;
+    uint32_t sm;
+    uint32_t ptx;
+    const char* library;
+  };
+  const Variant variants[] = {{"sm80", 80, 0, "sm80.so"},
+                              {"sm86", 86, 0, "sm86.so"},
+                              {"sm90", 90, 0, "sm90.so"},
+                              {"sm120", 120, 0, "sm120.so"},
+                              {"fallback", 75, 75, "compute75.so"}};
+  std::vector<std::string> inputs;
+  std::vector<std::string> files;
+  for (const Variant& v : variants) {
+    test::ExportSpec spec;
+    spec.libraries.push_back({v.sm, v.ptx, false, read_bytes(fixtures / "cuda/so" / v.library)});
+    for (int t = 0; t < kTensors; ++t) {
+      spec.weights.push_back({"layers." + std::to_string(t) + ".weight", &*source, t * tensor, tensor});
+    }
+    std::string pte = (work / (std::string(v.name) + ".pte")).string();
+    std::string ptd = (work / (std::string(v.name) + ".ptd")).string();
+    auto written = test::write_export((fixtures / "cuda/sm80/model.pte").string(), spec, pte, ptd);
+    if (!written.ok()) return std::printf("%s\n", written.error().message.c_str()), 1;
+    inputs.push_back(pte + "," + ptd);
+    files.push_back(pte);
+    files.push_back(ptd);
+  }
+  source = MappedFile();
+  fs::remove(work / "weights.bin");
+
+  std::vector<std::string> merge_argv = {options.cli, "merge", "-o", (work / "out.pte").string(), "--output-data",
+                                         (work / "out.ptd").string()};
+  for (size_t i = 0; i + 1 < inputs.size(); ++i) merge_argv.push_back(inputs[i]);
+  merge_argv.push_back("--fallback");
+  merge_argv.push_back(inputs.back());
+  std::vector<std::string> cat_argv = {"/bin/cat"};
+  cat_argv.insert(cat_argv.end(), files.begin(), files.end());
+
+  run_child(cat_argv);  // into the page cache, as the goal assumes
+  std::vector<double> merge_times, cat_times;
+  long peak_kib = 0;
+  for (int run = 0; run < options.runs; ++run) {
+    fs::remove(work / "out.pte");
+    fs::remove(work / "out.ptd");
+    RunResult merged = run_child(merge_argv);
+    if (merged.status != 0) {
+      std::printf("ptbundle merge failed with exit code %d\n", merged.status);
+      fs::remove_all(work);
+      return 1;
+    }
+    merge_times.push_back(merged.seconds);
+    peak_kib = std::max(peak_kib, merged.peak_kib);
+    cat_times.push_back(run_child(cat_argv).seconds);
+  }
+  double merge_s = median(merge_times);
+  double cat_s = median(cat_times);
+  uint64_t input_bytes = 0;
+  for (const std::string& file : files) input_bytes += fs::file_size(file);
+  std::printf("inputs: %zu files, %.2f GiB\n", files.size(), input_bytes / 1073741824.0);
+  std::printf("ptbundle merge: %.3f s (median of %d)   cat of the inputs: %.3f s   ratio %.2fx cat\n", merge_s,
+              options.runs, cat_s, merge_s / cat_s);
+  std::printf("peak resident memory of ptbundle merge: %.1f MiB (goal < 64 MiB)\n", peak_kib / 1024.0);
+  std::printf("goal: under 2.7 s (ExecuTorch's merge: 13.5 s): %s\n", merge_s < 2.7 ? "met" : "NOT met");
+  fs::remove_all(work);
+  return 0;
+}
