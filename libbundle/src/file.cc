@@ -61,7 +61,10 @@ MappedFile::MappedFile(MappedFile&& other) noexcept { *this = std::move(other); 
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
-    this->~MappedFile();
+    // Not this->~MappedFile(): that would also end path_'s lifetime, and the
+    // assignment below would then write into a destroyed string.
+    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+    if (fd_ >= 0) ::close(fd_);
     path_ = std::move(other.path_);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
