@@ -15,6 +15,7 @@ struct CubinInfo {
   uint32_t sm = 0;
   ArchVariant variant = ArchVariant::Plain;
   uint64_t size = 0;  // bytes from the ELF header to the end of its last part
+  int code_sections = 0;
 };
 
 // True when `data` at `offset` starts an ELF64 with e_machine EM_CUDA.

@@ -61,11 +61,28 @@ Result<const DriverApi*> load_driver(const std::string& library) {
   return static_cast<const DriverApi*>(slot.get());
 }
 
+// The codes this tool meets most, for drivers whose cuGetErrorName does not
+// answer (the toolkit's stub library answers nothing).
+const char* known_result_name(CUresult result) {
+  switch (result) {
+    case 3: return "CUDA_ERROR_NOT_INITIALIZED";
+    case 34: return "CUDA_ERROR_STUB_LIBRARY";
+    case 35: return "CUDA_ERROR_INSUFFICIENT_DRIVER";
+    case 100: return "CUDA_ERROR_NO_DEVICE";
+    case 200: return "CUDA_ERROR_INVALID_IMAGE";
+    case 209: return "CUDA_ERROR_NO_BINARY_FOR_GPU";
+    case 218: return "CUDA_ERROR_INVALID_PTX";
+    case 222: return "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
+    default: return nullptr;
+  }
+}
+
 std::string result_name(const DriverApi& api, CUresult result) {
   const char* name = nullptr;
-  if (api.cuGetErrorName != nullptr && api.cuGetErrorName(result, &name) == kCudaSuccess && name != nullptr)
-    return std::string(name) + " (" + std::to_string(result) + ")";
-  return "CUresult " + std::to_string(result);
+  if (api.cuGetErrorName == nullptr || api.cuGetErrorName(result, &name) != kCudaSuccess || name == nullptr)
+    name = known_result_name(result);
+  if (name == nullptr) return "CUresult " + std::to_string(result);
+  return std::string(name) + " (" + std::to_string(result) + ")";
 }
 
 }  // namespace ptb::detail

@@ -94,6 +94,7 @@ Status read_payload(Bytes data, uint64_t payload, uint64_t payload_end, const st
     if (cubin.variant != ArchVariant::Plain && image.variant == ArchVariant::Plain) image.variant = cubin.variant;
     image.size = cubin.size;
     image.uncompressed_size = cubin.size;
+    image.code_sections = cubin.code_sections;
     return {};
   }
   const Bytes text = bounded.subspan(payload);

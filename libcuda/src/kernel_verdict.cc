@@ -68,7 +68,7 @@ KernelVerdict judge_kernels(const std::vector<KernelImage>& images, GpuCapabilit
     if (added) verdict.modules.push_back({module_location(images[i]), {}, std::nullopt, false});
     verdict.modules[it->second].images.push_back(i);
   }
-  size_t failing = 0;
+  size_t failing = 0, with_code = 0;
   std::string first_failure;
   std::set<std::string> chosen_targets;
   for (ModuleVerdict& module : verdict.modules) {
@@ -77,6 +77,10 @@ KernelVerdict judge_kernels(const std::vector<KernelImage>& images, GpuCapabilit
       if (!module.chosen || preference(images[i]) > preference(images[*module.chosen])) module.chosen = i;
     }
     module.runs = module.chosen.has_value();
+    module.has_code = std::any_of(module.images.begin(), module.images.end(),
+                                  [&](size_t i) { return images[i].code_sections != 0; });
+    if (!module.has_code) continue;
+    ++with_code;
     if (module.runs) {
       const KernelImage& chosen = images[*module.chosen];
       chosen_targets.insert(chosen.target() + (chosen.kind == KernelKind::Ptx ? " PTX (compiled by the driver)" : " cubin"));
@@ -92,13 +96,17 @@ KernelVerdict judge_kernels(const std::vector<KernelImage>& images, GpuCapabilit
   if (verdict.runs) {
     std::string used;
     for (const std::string& target : chosen_targets) used += (used.empty() ? "" : ", ") + target;
-    verdict.message = "runs on " + gpu.name() + ": " + std::to_string(verdict.modules.size()) +
-                      (verdict.modules.size() == 1 ? " module" : " modules") + " using " + used;
+    if (with_code == 0) {
+      verdict.message = "no CUDA kernels (only modules without code): nothing to check on " + gpu.name();
+      return verdict;
+    }
+    verdict.message = "runs on " + gpu.name() + ": " + std::to_string(with_code) +
+                      (with_code == 1 ? " module" : " modules") + " using " + used;
     return verdict;
   }
   verdict.message = "cannot run on " + gpu.name() + ": it has " + targets_present(images) + "; " +
-                    std::to_string(failing) + " of " + std::to_string(verdict.modules.size()) +
-                    (verdict.modules.size() == 1 ? " module has" : " modules have") + " no image for it (" +
+                    std::to_string(failing) + " of " + std::to_string(with_code) +
+                    (with_code == 1 ? " module has" : " modules have") + " no image for it (" +
                     first_failure + "); " + remedy(gpu);
   return verdict;
 }

@@ -45,6 +45,7 @@ Status add_cubin(Bytes data, uint64_t offset, const std::string& context, const 
   image.offset = offset;
   image.size = cubin.size;
   image.uncompressed_size = cubin.size;
+  image.code_sections = cubin.code_sections;
   image.location = where;
   images.push_back(std::move(image));
   size = cubin.size;

@@ -55,6 +55,9 @@ struct ModuleVerdict {
   std::vector<size_t> images;   // indices into the scanned list
   std::optional<size_t> chosen; // the image the driver would use
   bool runs = false;
+  // False when every image is a cubin without code (nvlink's cudadevrt
+  // module): nothing is launched from it, so the library's verdict skips it.
+  bool has_code = true;
 };
 
 struct KernelVerdict {
@@ -68,8 +71,8 @@ struct KernelVerdict {
   std::string message;
 };
 
-// Every module of a library (the list scan_kernels returned) must have an
-// image that runs. Among the images that run, the driver is taken to prefer a
+// Every module of a library (the list scan_kernels returned) that has code
+// must have an image that runs. Among the images that run, the driver is taken to prefer a
 // cubin to PTX (the compatibility guides: "will automatically use the cubin
 // by default, keeping the PTX path strictly for forward-compatibility"), and
 // the highest target among them.

@@ -43,6 +43,10 @@ struct KernelImage {
   uint64_t offset = 0;             // of the image's bytes in the scanned data
   uint64_t size = 0;               // bytes stored there (compressed size if compressed)
   uint64_t uncompressed_size = 0;  // equals size when not compressed
+  // Code sections (.text.<function>) of a cubin; -1 when not read (PTX, or
+  // compressed). nvlink adds a module with none to every library it links
+  // (from cudadevrt): it is loaded but never launched from.
+  int code_sections = -1;
   KernelContainer container = KernelContainer::Cubin;
   // The fatbin container that holds the image (Fatbin only): its offset and
   // size in the scanned data. The container is what cuModuleLoadData takes.
