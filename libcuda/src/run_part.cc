@@ -1,0 +1,450 @@
+// Finding what `ptbundle run` loads. Everything a load could trip over later
+// is checked here, where the error can still name the file and the key:
+// ExecuTorch's runtime once loaded a part whose weights blob was missing and
+// died at the first call with an illegal memory access.
+#include "ptbundle/run_part.h"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <random>
+
+#include "ptbundle/kernels.h"
+#include "ptbundle/names.h"
+#include "ptbundle/pt2.h"
+#include "ptbundle/ptd.h"
+
+namespace ptb {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kCudaBackend = "CudaBackend";
+
+std::string key_text(const std::string& key) { return "'" + key + "'"; }
+
+uint64_t weights_total(const PartWeights& weights) {
+  uint64_t total = weights.blob.size();
+  for (const auto& tensor : weights.tensors) total += tensor.bytes.size();
+  return total;
+}
+
+// The bytes a strided view reaches, as ExecuTorch's CudaWeightCache checks
+// them before it binds a weight.
+Status check_weight_view(const CudaWeight& weight, const std::string& where) {
+  auto item = scalar_type_size(static_cast<int8_t>(weight.dtype));
+  if (!item || weight.dtype < 0 || weight.dtype > std::numeric_limits<int8_t>::max()) {
+    return invalid(where + ": weight '" + weight.fqn + "' has dtype " + std::to_string(weight.dtype) +
+                   ", which has no element size; expected an ExecuTorch ScalarType");
+  }
+  if (weight.device_type != 0 && weight.device_type != 1) {
+    return invalid(where + ": weight '" + weight.fqn + "' has device type " + std::to_string(weight.device_type) +
+                   "; expected 0 (CPU) or 1 (CUDA)");
+  }
+  if (weight.sizes.size() != weight.strides.size() || weight.storage_offset < 0) {
+    return invalid(where + ": weight '" + weight.fqn + "' has " + std::to_string(weight.sizes.size()) + " sizes, " +
+                   std::to_string(weight.strides.size()) + " strides and offset " +
+                   std::to_string(weight.storage_offset) + "; expected as many strides as sizes and offset >= 0");
+  }
+  const std::string overflow = where + ": weight '" + weight.fqn + "' has sizes and strides that overflow 64 bits";
+  uint64_t last = static_cast<uint64_t>(weight.storage_offset);
+  for (size_t dim = 0; dim < weight.sizes.size(); ++dim) {
+    if (weight.sizes[dim] < 0 || weight.strides[dim] < 0) {
+      return invalid(where + ": weight '" + weight.fqn + "' has a negative size or stride");
+    }
+    if (weight.sizes[dim] == 0) return {};  // an empty view reaches nothing
+    uint64_t span = 0;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(weight.sizes[dim] - 1), static_cast<uint64_t>(weight.strides[dim]),
+                               &span) ||
+        __builtin_add_overflow(last, span, &last)) {
+      return invalid(overflow);
+    }
+  }
+  uint64_t needed = 0;
+  if (__builtin_add_overflow(last, 1, &needed) || __builtin_mul_overflow(needed, *item, &needed)) return invalid(overflow);
+  if (needed > weight.storage_nbytes) {
+    return invalid(where + ": weight '" + weight.fqn + "' reaches " + std::to_string(needed) + " bytes of a " +
+                   std::to_string(weight.storage_nbytes) + "-byte storage; expected it to fit");
+  }
+  return {};
+}
+
+struct PteSource {
+  std::shared_ptr<PteFile> pte;
+  std::shared_ptr<PtdFile> ptd;  // null when the part has no data file
+  std::string name;
+};
+
+// The data file of a lone .pte: <stem>.ptd, <data_name>.ptd, aoti_cuda_blob.ptd.
+std::optional<std::string> find_data_file(const fs::path& pte_path, const DelegateInfo& delegate) {
+  std::vector<fs::path> candidates{fs::path(pte_path).replace_extension(".ptd")};
+  if (const CompileSpecEntry* spec = delegate.find_spec("data_name")) {
+    std::string name(spec->value.begin(), spec->value.end());
+    if (check_part_name(name, "data_name").ok()) candidates.push_back(pte_path.parent_path() / (name + ".ptd"));
+  }
+  candidates.push_back(pte_path.parent_path() / "aoti_cuda_blob.ptd");
+  for (const auto& candidate : candidates) {
+    std::error_code ec;
+    if (fs::is_regular_file(candidate, ec)) return candidate.string();
+  }
+  return std::nullopt;
+}
+
+Result<Bytes> find_named_bytes(const PteSource& source, const std::string& key, const std::string& what) {
+  if (source.ptd) {
+    if (const PtdEntry* entry = source.ptd->find(key)) return source.ptd->bytes(*entry);
+  }
+  if (const PteNamedData* entry = source.pte->find_named_data(key)) return source.pte->named_data_bytes(*entry);
+  std::string where = source.ptd ? source.ptd->path() + " (or " + source.pte->name() + ")" : source.pte->name();
+  std::string hint = source.ptd ? "" : "; no data file was found beside it";
+  return invalid(where + ": no entry " + key_text(key) + ", the " + what + " of part " + source.name + hint);
+}
+
+Status resolve_weights(const PteSource& source, const CudaPayload& payload, RunPart& part) {
+  if (payload.form != CudaPayloadForm::MultiVariant) {
+    if (payload.weights_key.empty()) return {};
+    if (!source.ptd && !source.pte->find_named_data(payload.weights_key)) {
+      return invalid(source.pte->name() + ": the weights blob " + key_text(payload.weights_key) + " of part " +
+                     source.name + " is in no data file: none was found beside it");
+    }
+    PTB_TRY(Bytes blob, find_named_bytes(source, payload.weights_key, "weights blob"));
+    part.weights.layout = WeightsLayout::Blob;
+    part.weights.blob_key = payload.weights_key;
+    part.weights.blob = blob;
+    part.weights.file = source.ptd && source.ptd->find(payload.weights_key) ? source.ptd->path() : source.pte->name();
+    return {};
+  }
+  part.weights.layout = payload.weights.empty() ? WeightsLayout::None : WeightsLayout::PerFqn;
+  part.weights.file = source.ptd ? source.ptd->path() : source.pte->name();
+  for (const CudaWeight& weight : payload.weights) {
+    PTB_CHECK(check_weight_view(weight, source.pte->name()));
+    PTB_TRY(Bytes bytes, find_named_bytes(source, weight.storage_key, "weight '" + weight.fqn + "'"));
+    if (bytes.size() != weight.storage_nbytes) {
+      std::string file = source.ptd && source.ptd->find(weight.storage_key) ? source.ptd->path() : source.pte->name();
+      return invalid(file + ": entry " + key_text(weight.storage_key) + " holds " + std::to_string(bytes.size()) +
+                     " bytes; weight '" + weight.fqn + "' of part " + source.name + " needs " +
+                     std::to_string(weight.storage_nbytes));
+    }
+    part.weights.tensors.push_back({weight, bytes});
+  }
+  return {};
+}
+
+Status check_kernels(RunPart& part, const RunPartOptions& options) {
+  if (!options.gpu) return {};
+  PTB_TRY(auto images, scan_kernels(part.library, part.source + ": " + part.library_key));
+  KernelVerdict verdict = judge_kernels(images, *options.gpu, options.driver_version);
+  part.kernels = verdict.message;
+  if (!verdict.runs) return invalid("part " + part.name + " (" + part.source + "): " + verdict.message);
+  return {};
+}
+
+Result<RunPart> open_pte_part(const fs::path& pte_path, std::optional<fs::path> ptd_path, const std::string& name,
+                              const RunPartOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  PTB_TRY(PteFile pte_file, PteFile::open(pte_path.string()));
+  auto pte = std::make_shared<PteFile>(std::move(pte_file));
+  std::vector<MethodInfo> methods = describe_methods(*pte);
+  if (methods.empty()) return invalid(pte_path.string() + ": the program has no method");
+
+  size_t plan = 0;
+  if (!options.method.empty() || methods.size() > 1) {
+    const std::string wanted = options.method.empty() ? "forward" : options.method;
+    std::string names;
+    bool found = false;
+    for (size_t i = 0; i < methods.size(); ++i) {
+      names += (names.empty() ? "" : ", ") + methods[i].name;
+      if (methods[i].name == wanted) {
+        plan = i;
+        found = true;
+      }
+    }
+    if (!found) {
+      return usage_error(pte_path.string() + ": no method '" + wanted + "'; it has " + names +
+                         (options.method.empty() ? " (choose one with --method)" : ""));
+    }
+  }
+  const MethodInfo& method = methods[plan];
+
+  std::optional<size_t> delegate_index;
+  for (size_t i = 0; i < method.delegates.size(); ++i) {
+    if (method.delegates[i].id != kCudaBackend) continue;
+    if (delegate_index) {
+      return invalid(pte_path.string() + ": method " + method.name +
+                     " has more than one CudaBackend delegate; ptbundle run handles a method that is one AOTInductor library");
+    }
+    delegate_index = i;
+  }
+  if (!delegate_index) {
+    return invalid(pte_path.string() + ": method " + method.name +
+                   " has no CudaBackend delegate; ptbundle run runs AOTInductor libraries on the GPU");
+  }
+  const DelegateInfo& delegate = method.delegates[*delegate_index];
+
+  PteSource source{pte, nullptr, name};
+  if (!ptd_path) {
+    if (auto found = find_data_file(pte_path, delegate)) ptd_path = *found;
+  }
+  if (ptd_path) {
+    PTB_TRY(PtdFile ptd_file, PtdFile::open(ptd_path->string()));
+    source.ptd = std::make_shared<PtdFile>(std::move(ptd_file));
+  }
+
+  const std::string context = pte_path.string() + ": " + method.name + " delegate " + std::to_string(*delegate_index);
+  PTB_TRY(CudaPayload payload, decode_cuda_payload(pte->delegate_payload(plan, *delegate_index), method.name, context));
+
+  RunPart part;
+  part.name = name;
+  part.source = pte_path.string();
+  part.method = method.name;
+  part.inputs = method.inputs;
+  part.outputs = method.outputs;
+
+  std::string so_key = payload.so_key;
+  if (payload.form == CudaPayloadForm::MultiVariant) {
+    std::vector<VariantTarget> targets = variant_targets(payload.variants);
+    if (!options.gpu) {
+      if (payload.variants.size() != 1) {
+        return invalid(context + ": " + std::to_string(payload.variants.size()) +
+                       " library variants, and no GPU to choose one for");
+      }
+      so_key = payload.variants[0].so_key;
+      part.variant = "the only variant, unchecked (no GPU given)";
+    } else {
+      VariantChoice choice = choose_variant(targets, *options.gpu);
+      if (!choice.runs) return invalid("part " + name + " (" + part.source + "): " + choice.message);
+      so_key = payload.variants[*choice.index].so_key;
+      part.variant = choice.message;
+    }
+  } else {
+    part.variant = std::string("one library (") + cuda_payload_form_name(payload.form) + " payload)";
+  }
+  PTB_TRY(part.library, find_named_bytes(source, so_key, "library"));
+  part.library_key = so_key;
+  PTB_CHECK(resolve_weights(source, payload, part));
+  PTB_CHECK(check_kernels(part, options));
+  part.keep_alive = std::make_shared<PteSource>(source);
+  part.read_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return part;
+}
+
+Result<RunPart> open_pt2_part(const std::string& path, const RunPartOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  PTB_TRY(Pt2Package package, Pt2Package::open(path));
+  if (package.models().empty()) return invalid(path + ": no model under data/aotinductor/");
+  const Pt2Model* model = &package.models()[0];
+  if (package.models().size() > 1) {
+    if (options.part.empty()) {
+      std::string names;
+      for (const auto& m : package.models()) names += (names.empty() ? "" : ", ") + m.name;
+      return usage_error(path + ": the package holds models " + names + "; choose one with --part");
+    }
+    model = package.find_model(options.part);
+    if (!model) return usage_error(path + ": no model '" + options.part + "' under data/aotinductor/");
+  }
+  const char* recompile =
+      "; compile it as ExecuTorch's CUDA backend does: aot_inductor.embed_kernel_binary=True, "
+      "aot_inductor.package_constants_in_so=False, aot_inductor.package_constants_on_disk_format=\"binary_blob\"";
+  if (model->kernels_in_separate_files()) {
+    return invalid(path + ": model " + model->name + " keeps its kernels in " +
+                   std::to_string(model->kernel_binaries.size()) + " separate files" + recompile);
+  }
+  if (model->weights_in_library()) {
+    return invalid(path + ": model " + model->name + " has its weights compiled into the library" + recompile);
+  }
+
+  auto storage = std::make_shared<std::vector<std::vector<uint8_t>>>();
+  PTB_TRY(auto library, package.read_entry(model->wrapper_library, options.max_library_bytes));
+  PTB_TRY(auto blob, package.read_entry(*model->weights_blob, options.max_weights_bytes));
+  storage->push_back(std::move(library));
+  storage->push_back(std::move(blob));
+
+  RunPart part;
+  part.name = fs::path(path).stem().string();
+  part.source = path;
+  part.method = "forward";
+  part.library = Bytes((*storage)[0].data(), (*storage)[0].size());
+  part.library_key = model->wrapper_library;
+  part.variant = "the package's only library";
+  if (const std::string* sm = model->metadata_value("AOTI_COMPUTE_CAPABILITY")) {
+    part.variant += " (compiled on sm_" + *sm + ")";
+  }
+  part.weights.layout = WeightsLayout::Blob;
+  part.weights.file = path;
+  part.weights.blob_key = *model->weights_blob;
+  part.weights.blob = Bytes((*storage)[1].data(), (*storage)[1].size());
+  PTB_CHECK(check_kernels(part, options));
+  part.keep_alive = storage;
+  part.read_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return part;
+}
+
+Result<RunPart> open_bundle_part(const fs::path& folder, const RunPartOptions& options) {
+  std::string name = options.part;
+  if (name.empty()) {
+    std::vector<std::string> parts;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(folder, ec)) {
+      if (entry.path().extension() == ".pte" && entry.is_regular_file()) parts.push_back(entry.path().stem().string());
+    }
+    if (ec) return io_error(folder.string() + ": cannot list the folder: " + ec.message());
+    std::sort(parts.begin(), parts.end());
+    if (parts.empty()) return invalid(folder.string() + ": no part (<name>.pte) in this folder");
+    if (parts.size() > 1) {
+      std::string names;
+      for (const auto& p : parts) names += (names.empty() ? "" : ", ") + p;
+      return usage_error(folder.string() + ": the bundle has parts " + names + "; choose one with --part");
+    }
+    name = parts[0];
+  }
+  PTB_CHECK(check_part_name(name, "--part"));
+  fs::path pte = folder / (name + ".pte");
+  std::error_code ec;
+  if (!fs::is_regular_file(pte, ec)) return invalid(folder.string() + ": no part '" + name + "' (" + pte.string() + " is missing)");
+  std::optional<fs::path> ptd = folder / (name + ".ptd");
+  if (!fs::is_regular_file(*ptd, ec)) ptd.reset();
+  return open_pte_part(pte, ptd, name, options);
+}
+
+}  // namespace
+
+const char* weights_layout_name(WeightsLayout layout) {
+  switch (layout) {
+    case WeightsLayout::Blob: return "blob";
+    case WeightsLayout::PerFqn: return "per_fqn";
+    default: return "none";
+  }
+}
+
+uint64_t PartWeights::total_bytes() const { return weights_total(*this); }
+
+Result<RunPart> open_run_part(const std::string& path, const RunPartOptions& options) {
+  std::error_code ec;
+  fs::path input(path);
+  if (fs::is_directory(input, ec)) return open_bundle_part(input, options);
+  if (!fs::exists(input, ec)) return io_error(path + ": no such file or folder");
+  if (input.extension() == ".pt2") return open_pt2_part(path, options);
+  if (input.extension() == ".pte") {
+    std::string name = options.part.empty() ? input.stem().string() : options.part;
+    return open_pte_part(input, std::nullopt, name, options);
+  }
+  return usage_error(path + ": not a bundle folder, a .pte or a .pt2 package");
+}
+
+// ---- Inputs ----
+
+std::string tensor_text(int8_t scalar_type, const std::vector<uint64_t>& shape) {
+  return std::string(scalar_type_name(scalar_type)) + " " + shape_text(shape);
+}
+
+namespace {
+
+std::vector<uint64_t> spec_shape(const TensorSpec& spec) {
+  std::vector<uint64_t> shape;
+  for (int64_t size : spec.sizes) shape.push_back(size < 0 ? 0 : static_cast<uint64_t>(size));
+  return shape;
+}
+
+std::string input_text(size_t index, const std::string& method) {
+  return "input " + std::to_string(index) + " of " + method;
+}
+
+Result<const TensorSpec*> tensor_spec(const ValueSpec& spec, size_t index, const std::string& method) {
+  if (!spec.tensor) {
+    return invalid(input_text(index, method) + " is a " + spec.kind + ", not a tensor; ptbundle run passes tensors only");
+  }
+  return &*spec.tensor;
+}
+
+}  // namespace
+
+Result<HostTensor> read_input(const std::string& path, const std::optional<ValueSpec>& spec, size_t index,
+                              const std::string& method) {
+  PTB_TRY(NpyFile file, NpyFile::open(path));
+  const NpyHeader& header = file.header();
+  if (spec) {
+    PTB_TRY(const TensorSpec* tensor, tensor_spec(*spec, index, method));
+    const std::vector<uint64_t> expected = spec_shape(*tensor);
+    bool shape_ok = header.shape.size() == expected.size();
+    const bool bounded = tensor->dynamism != "static";
+    for (size_t d = 0; shape_ok && d < expected.size(); ++d) {
+      shape_ok = bounded ? header.shape[d] <= expected[d] : header.shape[d] == expected[d];
+    }
+    if (header.scalar_type != tensor->scalar_type || !shape_ok) {
+      return invalid(path + ": holds " + tensor_text(header.scalar_type, header.shape) + "; " +
+                     input_text(index, method) + " takes " + tensor_text(tensor->scalar_type, expected) +
+                     (bounded ? " (each dimension at most)" : ""));
+    }
+  }
+  HostTensor tensor;
+  tensor.scalar_type = header.scalar_type;
+  tensor.shape = header.shape;
+  tensor.data.assign(file.data().begin(), file.data().end());
+  return tensor;
+}
+
+Result<HostTensor> random_input(const ValueSpec& spec, size_t index, const std::string& method, uint64_t seed) {
+  PTB_TRY(const TensorSpec* tensor, tensor_spec(spec, index, method));
+  auto element = scalar_type_size(tensor->scalar_type);
+  if (!element) {
+    return invalid(input_text(index, method) + " has dtype " + scalar_type_name(tensor->scalar_type) +
+                   ", for which ptbundle makes no random values; give an .npy file with --input");
+  }
+  HostTensor out;
+  out.scalar_type = tensor->scalar_type;
+  out.shape = spec_shape(*tensor);
+  uint64_t count = 1;
+  for (uint64_t d : out.shape) {
+    if (d != 0 && count > (1ull << 40) / d) return invalid(input_text(index, method) + " is too large to fill");
+    count *= d;
+  }
+  out.data.resize(count * *element);
+  std::mt19937_64 engine(seed + index);
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> small(0, 9);
+  uint8_t* p = out.data.data();
+  for (uint64_t i = 0; i < count; ++i, p += *element) {
+    switch (tensor->scalar_type) {
+      case 5: {  // float16: round a float32 to the nearest half (values in [-1, 1) never overflow)
+        float value = real(engine);
+        uint32_t bits = std::bit_cast<uint32_t>(value);
+        uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+        float magnitude = std::fabs(value);
+        uint16_t half = sign;
+        if (magnitude >= 6.103515625e-05f) {  // normal half
+          int exponent;
+          float mantissa = std::frexp(magnitude, &exponent);  // [0.5, 1)
+          uint32_t m = static_cast<uint32_t>(std::lround((mantissa * 2 - 1) * 1024));
+          int e = exponent - 1 + 15;
+          if (m == 1024) { m = 0; ++e; }
+          half |= static_cast<uint16_t>((e << 10) | m);
+        } else {
+          half |= static_cast<uint16_t>(std::lround(magnitude / 5.9604644775390625e-08f));
+        }
+        std::memcpy(p, &half, 2);
+        break;
+      }
+      case 6: { float value = real(engine); std::memcpy(p, &value, 4); break; }
+      case 7: { double value = real(engine); std::memcpy(p, &value, 8); break; }
+      case 15: {  // bfloat16: the upper half of a float32, rounded to nearest even
+        uint32_t bits = std::bit_cast<uint32_t>(real(engine));
+        uint16_t bf = static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+        std::memcpy(p, &bf, 2);
+        break;
+      }
+      case 11: p[0] = static_cast<uint8_t>(small(engine) & 1); break;
+      default: {  // integers, little-endian
+        uint64_t value = static_cast<uint64_t>(small(engine));
+        std::memcpy(p, &value, *element);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace ptb

@@ -1,0 +1,474 @@
+// AotiModel: one AOTInductor model container on one GPU. LibTorch is used
+// for what the container's C ABI expects from its host (at::Tensor behind
+// every AtenTensorHandle, the CUDA caching allocator, the current stream);
+// every exception LibTorch throws is turned into an Error here.
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/util/Exception.h>
+#include <cuda_runtime_api.h>
+#include <torch/csrc/inductor/aoti_torch/tensor_converter.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <unordered_map>
+
+#include "ptbundle/runner.h"
+#include "runner/aoti_abi.h"
+#include "runner/loaded_library.h"
+
+namespace ptb {
+
+using runner::AotiAbi;
+using runner::ConstantEntry;
+using runner::kAotiSuccess;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kSeeAbove = " (the library printed its reason on stderr)";
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::string cuda_error(cudaError_t code) {
+  return std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code);
+}
+
+std::string first_line(const char* text) {
+  std::string line(text);
+  return line.substr(0, line.find('\n'));
+}
+
+// Runs `body`, turning LibTorch's exceptions into an error prefixed `what`.
+template <class Body>
+auto guarded(const std::string& what, Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const c10::Error& e) {
+    return invalid(what + ": " + first_line(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return invalid(what + ": " + first_line(e.what()));
+  }
+}
+
+c10::DeviceIndex device_index(int device) { return static_cast<c10::DeviceIndex>(device); }
+
+at::Tensor to_device(const HostTensor& host, int device) {
+  std::vector<int64_t> sizes(host.shape.begin(), host.shape.end());
+  auto options = at::TensorOptions().dtype(static_cast<c10::ScalarType>(host.scalar_type));
+  // from_blob only reads here: the copy to the GPU is made before it returns.
+  at::Tensor cpu = at::from_blob(const_cast<uint8_t*>(host.data.data()), sizes, options);
+  return cpu.to(at::Device(at::kCUDA, device_index(device)));
+}
+
+HostTensor to_host(const at::Tensor& tensor) {
+  at::Tensor cpu = tensor.to(at::kCPU).contiguous();
+  HostTensor host;
+  host.scalar_type = static_cast<int8_t>(cpu.scalar_type());
+  for (int64_t size : cpu.sizes()) host.shape.push_back(static_cast<uint64_t>(size));
+  const auto* bytes = static_cast<const uint8_t*>(cpu.data_ptr());
+  host.data.assign(bytes, bytes + cpu.nbytes());
+  return host;
+}
+
+struct ConstantInfo {
+  std::string name;
+  std::string fqn;
+  int32_t dtype = -1;  // -1: the library does not say
+  size_t data_size = 0;
+  bool folded = false;
+};
+
+}  // namespace
+
+struct AotiModel::State {
+  runner::LoadedLibrary library;  // declared first: closed last
+  AotiAbi abi;
+  runner::ContainerHandle container = nullptr;
+  std::vector<std::unique_ptr<at::Tensor>> bound_weights;  // per-FQN weights the container points into
+  int device = 0;
+  std::string label;
+  std::vector<std::string> input_names;
+  std::vector<std::string> output_names;
+  LoadTimes times;
+  std::vector<AtenTensorHandle> input_handles;
+  std::vector<AtenTensorHandle> output_handles;
+
+  ~State() {
+    if (container) abi.destroy(container);
+  }
+
+  Result<std::vector<ConstantInfo>> constants() const {
+    std::vector<ConstantInfo> list;
+    if (!abi.get_num_constants || !abi.get_constant_name) return list;
+    size_t count = 0;
+    if (abi.get_num_constants(container, &count) != kAotiSuccess) {
+      return invalid(label + ": AOTInductorModelContainerGetNumConstants failed" + kSeeAbove);
+    }
+    for (size_t i = 0; i < count; ++i) {
+      ConstantInfo info;
+      const char* text = nullptr;
+      if (abi.get_constant_name(container, i, &text) != kAotiSuccess || !text) {
+        return invalid(label + ": AOTInductorModelContainerGetConstantName(" + std::to_string(i) + ") failed");
+      }
+      info.name = text;
+      text = nullptr;
+      if (abi.get_constant_original_fqn && abi.get_constant_original_fqn(container, i, &text) == kAotiSuccess && text)
+        info.fqn = text;
+      if (abi.get_constant_dtype) abi.get_constant_dtype(container, i, &info.dtype);
+      if (abi.get_constant_data_size) abi.get_constant_data_size(container, i, &info.data_size);
+      if (abi.get_constant_from_folded) abi.get_constant_from_folded(container, i, &info.folded);
+      list.push_back(std::move(info));
+    }
+    return list;
+  }
+
+  Status load_blob(const PartWeights& weights) {
+    if (!abi.update_constants_from_blob) {
+      return invalid(label + ": the library does not export AOTInductorModelUpdateConstantsFromBlob, so it cannot "
+                             "take the weights blob " + weights.blob_key + " of " + weights.file);
+    }
+    PTB_TRY(auto list, constants());
+    uint64_t needed = 0;
+    for (const auto& constant : list)
+      if (!constant.folded) needed += constant.data_size;
+    if (abi.get_constant_data_size && weights.blob.size() < needed) {
+      return invalid(weights.file + ": weights blob '" + weights.blob_key + "' holds " +
+                     std::to_string(weights.blob.size()) + " bytes; the " + std::to_string(list.size()) +
+                     " constants of " + label + "'s library need " + std::to_string(needed) +
+                     " (the blob is short: export the part again)");
+    }
+    auto start = Clock::now();
+    if (abi.update_constants_from_blob(container, weights.blob.data()) != kAotiSuccess) {
+      return invalid(label + ": AOTInductorModelUpdateConstantsFromBlob failed for " + weights.file + " '" +
+                     weights.blob_key + "'" + kSeeAbove);
+    }
+    c10::cuda::device_synchronize();
+    times.weights_ms = ms_since(start);
+    times.weight_bytes = needed ? needed : weights.blob.size();
+    return {};
+  }
+
+  Status load_per_fqn(const PartWeights& weights) {
+    PTB_TRY(auto list, constants());
+    std::unordered_map<std::string, std::vector<const ConstantInfo*>> by_fqn;
+    for (const auto& constant : list)
+      if (!constant.fqn.empty()) by_fqn[constant.fqn].push_back(&constant);
+    if (by_fqn.empty() && !weights.tensors.empty()) {
+      return invalid(label + ": the library names no constant by its FQN (AOTInductorModelContainerGet"
+                             "ConstantOriginalFQN), so its per-FQN weights in " + weights.file + " cannot be bound");
+    }
+    std::unordered_map<std::string, bool> given;
+    for (const auto& tensor : weights.tensors) given[tensor.meta.fqn] = true;
+    for (const auto& constant : list) {
+      if (!constant.folded && !constant.fqn.empty() && !given.count(constant.fqn)) {
+        return invalid(weights.file + ": no weight for constant '" + constant.fqn + "' of " + label + "'s library");
+      }
+    }
+
+    auto start = Clock::now();
+    std::vector<ConstantEntry> pairs;
+    std::unordered_map<std::string, AtenTensorHandle> map;
+    uint64_t total = 0;
+    for (const FqnWeightBytes& weight : weights.tensors) {
+      auto found = by_fqn.find(weight.meta.fqn);
+      if (found == by_fqn.end()) {
+        return invalid(weights.file + ": weight '" + weight.meta.fqn + "' (entry '" + weight.meta.storage_key +
+                       "') is not a constant of " + label + "'s library");
+      }
+      const int32_t library_dtype = found->second.front()->dtype;
+      if (library_dtype >= 0 && library_dtype != weight.meta.dtype) {
+        return invalid(weights.file + ": weight '" + weight.meta.fqn + "' is " +
+                       scalar_type_name(static_cast<int8_t>(weight.meta.dtype)) + "; the library expects " +
+                       scalar_type_name(static_cast<int8_t>(library_dtype)));
+      }
+      const at::Device where = weight.meta.device_type == 1 ? at::Device(at::kCUDA, device_index(device))
+                                                             : at::Device(at::kCPU);
+      const auto length = static_cast<int64_t>(weight.bytes.size());
+      at::Tensor storage = at::empty({length}, at::TensorOptions().dtype(at::kByte).device(where));
+      if (length > 0) {
+        storage.copy_(at::from_blob(const_cast<uint8_t*>(weight.bytes.data()), {length},
+                                    at::TensorOptions().dtype(at::kByte)));
+      }
+      auto view = std::make_unique<at::Tensor>(at::empty(
+          {0}, at::TensorOptions().dtype(static_cast<c10::ScalarType>(weight.meta.dtype)).device(where)));
+      view->set_(storage.storage(), weight.meta.storage_offset, weight.meta.sizes, weight.meta.strides);
+      AtenTensorHandle handle = torch::aot_inductor::tensor_pointer_to_tensor_handle(view.get());
+      for (const ConstantInfo* constant : found->second) {
+        pairs.push_back({constant->name.c_str(), handle});
+        map[constant->name] = handle;
+      }
+      bound_weights.push_back(std::move(view));
+      total += weight.bytes.size();
+    }
+    int32_t code = 0;
+    if (abi.update_user_managed_constant_buffer_pairs) {
+      code = abi.update_user_managed_constant_buffer_pairs(container, pairs.data(), pairs.size(), false, true);
+    } else if (abi.update_user_managed_constant_buffer) {
+      code = abi.update_user_managed_constant_buffer(container, &map, false, true);
+    } else if (abi.update_constant_buffer) {
+      code = abi.update_constant_buffer(container, &map, false, true);
+    } else {
+      return invalid(label + ": the library exports no constant-buffer entry point "
+                             "(AOTInductorModelContainerUpdateUserManagedConstantBuffer), so per-FQN weights cannot be bound");
+    }
+    if (code != kAotiSuccess) {
+      return invalid(label + ": binding the weights of " + weights.file + " failed" + kSeeAbove);
+    }
+    c10::cuda::device_synchronize();
+    times.weights_ms = ms_since(start);
+    times.weight_bytes = total;
+    return {};
+  }
+
+  // After loading: every constant the library reads must be there, or its
+  // first run reads through a null pointer on the GPU.
+  Status check_constants_present(const PartWeights* weights) {
+    if (!abi.extract_constants_map) return {};
+    PTB_TRY(auto list, constants());
+    std::unordered_map<std::string, AtenTensorHandle> present;
+    if (abi.extract_constants_map(container, &present, false) != kAotiSuccess) return {};
+    std::string missing;
+    size_t count = 0;
+    for (const auto& constant : list) {
+      if (constant.folded || constant.data_size == 0) continue;
+      const std::string& key = constant.fqn.empty() ? constant.name : constant.fqn;
+      if (present.count(key)) continue;
+      if (++count <= 3) missing += (missing.empty() ? "" : ", ") + key;
+    }
+    if (count == 0) return {};
+    std::string from = weights && weights->layout != WeightsLayout::None
+                           ? std::string(" after loading ") + weights->file
+                           : std::string(" and the part has no weights");
+    return invalid(label + ": " + std::to_string(count) + " constants of the library have no value" + from + " (" +
+                   missing + (count > 3 ? ", ..." : "") + ")");
+  }
+
+  Status check_input_count(size_t given) const {
+    if (given == input_names.size()) return {};
+    return invalid(label + ": " + std::to_string(given) + " inputs given; the library takes " +
+                   std::to_string(input_names.size()));
+  }
+
+  // One call on tensors already on the GPU. Outputs come back as handles the
+  // caller owns (output_handles).
+  Status call(const std::vector<at::Tensor>& inputs, cudaStream_t stream) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      // The container steals the handles it is given: each call gets new ones.
+      input_handles[i] = torch::aot_inductor::tensor_pointer_to_tensor_handle(new at::Tensor(inputs[i]));
+    }
+    std::fill(output_handles.begin(), output_handles.end(), nullptr);
+    auto entry = abi.run_single_threaded ? abi.run_single_threaded : abi.run;
+    if (entry(container, input_handles.data(), input_handles.size(), output_handles.data(), output_handles.size(),
+              reinterpret_cast<void*>(stream), nullptr) != kAotiSuccess) {
+      return invalid(label + ": the library failed to run" + kSeeAbove);
+    }
+    return {};
+  }
+
+  void drop_outputs() {
+    for (AtenTensorHandle& handle : output_handles) {
+      if (handle) aoti_torch_delete_tensor_object(handle);
+      handle = nullptr;
+    }
+  }
+};
+
+AotiModel::AotiModel() = default;
+AotiModel::AotiModel(AotiModel&&) noexcept = default;
+AotiModel& AotiModel::operator=(AotiModel&&) noexcept = default;
+AotiModel::~AotiModel() = default;
+
+size_t AotiModel::num_inputs() const { return state_->input_names.size(); }
+size_t AotiModel::num_outputs() const { return state_->output_names.size(); }
+const std::vector<std::string>& AotiModel::input_names() const { return state_->input_names; }
+const std::vector<std::string>& AotiModel::output_names() const { return state_->output_names; }
+const LoadTimes& AotiModel::load_times() const { return state_->times; }
+
+Result<AotiModel> AotiModel::load(const LoadRequest& request) {
+  return guarded(request.label, [&]() -> Result<AotiModel> {
+    const int count = c10::cuda::device_count();
+    if (request.device < 0 || request.device >= count) {
+      return invalid(request.label + ": no CUDA device " + std::to_string(request.device) + " (LibTorch sees " +
+                     std::to_string(count) + ")");
+    }
+    const std::string libtorch_missing = runner::make_libtorch_global();
+    c10::cuda::CUDAGuard guard(device_index(request.device));
+    auto state = std::make_unique<State>();
+    state->device = request.device;
+    state->label = request.label;
+
+    auto start = Clock::now();
+    auto library = runner::LoadedLibrary::open(request.library, "model.so", request.library_origin);
+    if (!library.ok()) {
+      Error error = library.take_error();
+      if (!libtorch_missing.empty()) error.message += " (LibTorch's libraries could not be loaded: " + libtorch_missing + ")";
+      return error;
+    }
+    state->library = std::move(library).value();
+    state->times.library_ms = ms_since(start);
+    PTB_TRY(state->abi, AotiAbi::bind(state->library, request.library_origin));
+    if (request.library_checks_inputs) setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", 1);
+
+    start = Clock::now();
+    const std::string device = "cuda:" + std::to_string(request.device);
+    runner::ContainerHandle container = nullptr;
+    if (state->abi.create_with_device(&container, 1, device.c_str(), nullptr) != kAotiSuccess || !container) {
+      return invalid(request.label + ": AOTInductorModelContainerCreateWithDevice(" + device + ") failed" + kSeeAbove);
+    }
+    state->container = container;
+    state->times.create_ms = ms_since(start);
+
+    size_t inputs = 0, outputs = 0;
+    if (state->abi.get_num_inputs(container, &inputs) != kAotiSuccess ||
+        state->abi.get_num_outputs(container, &outputs) != kAotiSuccess) {
+      return invalid(request.label + ": the library does not say how many inputs and outputs it has" + kSeeAbove);
+    }
+    for (size_t i = 0; i < inputs; ++i) {
+      const char* name = nullptr;
+      if (state->abi.get_input_name) state->abi.get_input_name(container, i, &name);
+      state->input_names.push_back(name ? name : "input " + std::to_string(i));
+    }
+    for (size_t i = 0; i < outputs; ++i) {
+      const char* name = nullptr;
+      if (state->abi.get_output_name) state->abi.get_output_name(container, i, &name);
+      state->output_names.push_back(name ? name : "output " + std::to_string(i));
+    }
+    state->input_handles.resize(inputs);
+    state->output_handles.resize(outputs);
+
+    const PartWeights* weights = request.weights;
+    if (weights && weights->layout == WeightsLayout::Blob) PTB_CHECK(state->load_blob(*weights));
+    if (weights && weights->layout == WeightsLayout::PerFqn) PTB_CHECK(state->load_per_fqn(*weights));
+    PTB_CHECK(state->check_constants_present(weights));
+
+    AotiModel model;
+    model.state_ = std::move(state);
+    return model;
+  });
+}
+
+Result<std::vector<HostTensor>> AotiModel::run(const std::vector<HostTensor>& inputs) {
+  State& state = *state_;
+  return guarded(state.label, [&]() -> Result<std::vector<HostTensor>> {
+    PTB_CHECK(state.check_input_count(inputs.size()));
+    c10::cuda::CUDAGuard guard(device_index(state.device));
+    std::vector<at::Tensor> device_inputs;
+    for (const HostTensor& input : inputs) device_inputs.push_back(to_device(input, state.device));
+    c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream(device_index(state.device));
+    PTB_CHECK(state.call(device_inputs, stream.stream()));
+    std::vector<at::Tensor> outputs;
+    for (AtenTensorHandle& handle : state.output_handles) {
+      if (!handle) return invalid(state.label + ": the library returned no tensor for an output");
+      outputs.push_back(*torch::aot_inductor::tensor_handle_to_tensor_pointer(handle));
+    }
+    state.drop_outputs();
+    stream.synchronize();
+    std::vector<HostTensor> host;
+    for (const at::Tensor& output : outputs) host.push_back(to_host(output));
+    return host;
+  });
+}
+
+Result<std::vector<double>> AotiModel::time_calls(const std::vector<HostTensor>& inputs, int warmup, int iterations) {
+  State& state = *state_;
+  return guarded(state.label, [&]() -> Result<std::vector<double>> {
+    if (warmup < 0 || iterations < 0) return usage_error("--warmup and --iterations must be 0 or more");
+    PTB_CHECK(state.check_input_count(inputs.size()));
+    c10::cuda::CUDAGuard guard(device_index(state.device));
+    std::vector<at::Tensor> device_inputs;
+    for (const HostTensor& input : inputs) device_inputs.push_back(to_device(input, state.device));
+    c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream(device_index(state.device));
+    for (int i = 0; i < warmup; ++i) {
+      PTB_CHECK(state.call(device_inputs, stream.stream()));
+      state.drop_outputs();
+    }
+
+    std::vector<cudaEvent_t> events(2 * static_cast<size_t>(iterations), nullptr);
+    struct EventsGuard {
+      std::vector<cudaEvent_t>& list;
+      ~EventsGuard() {
+        for (cudaEvent_t event : list)
+          if (event) cudaEventDestroy(event);
+      }
+    } events_guard{events};
+    for (cudaEvent_t& event : events) {
+      cudaError_t code = cudaEventCreate(&event);
+      if (code != cudaSuccess) return invalid(state.label + ": cudaEventCreate: " + cuda_error(code));
+    }
+    for (int i = 0; i < iterations; ++i) {
+      cudaEventRecord(events[2 * i], stream.stream());
+      PTB_CHECK(state.call(device_inputs, stream.stream()));
+      cudaEventRecord(events[2 * i + 1], stream.stream());
+      state.drop_outputs();
+    }
+    cudaError_t code = cudaStreamSynchronize(stream.stream());
+    if (code != cudaSuccess) return invalid(state.label + ": the timed calls failed on the GPU: " + cuda_error(code));
+    std::vector<double> times;
+    for (int i = 0; i < iterations; ++i) {
+      float ms = 0;
+      code = cudaEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]);
+      if (code != cudaSuccess) return invalid(state.label + ": cudaEventElapsedTime: " + cuda_error(code));
+      times.push_back(ms);
+    }
+    return times;
+  });
+}
+
+Result<CudaDeviceInfo> cuda_device(int index) {
+  return guarded("CUDA", [&]() -> Result<CudaDeviceInfo> {
+    const int count = c10::cuda::device_count();
+    if (count == 0) return invalid(std::string("no CUDA GPU is visible to LibTorch ") + PTB_LIBTORCH_VERSION);
+    if (index < 0 || index >= count) {
+      return usage_error("no CUDA device " + std::to_string(index) + "; LibTorch sees " + std::to_string(count));
+    }
+    cudaDeviceProp properties{};
+    cudaError_t code = cudaGetDeviceProperties(&properties, index);
+    if (code != cudaSuccess) return invalid("cudaGetDeviceProperties(" + std::to_string(index) + "): " + cuda_error(code));
+    CudaDeviceInfo info;
+    info.index = index;
+    info.name = properties.name;
+    info.capability = {static_cast<uint32_t>(properties.major), static_cast<uint32_t>(properties.minor)};
+    return info;
+  });
+}
+
+Result<double> pinned_upload_gb_per_second(uint64_t bytes, int device, int repeats) {
+  return guarded("pinned upload", [&]() -> Result<double> {
+    c10::cuda::CUDAGuard guard(device_index(device));
+    const auto length = static_cast<int64_t>(bytes);
+    at::Tensor host = at::empty({length}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+    host.fill_(1);
+    at::Tensor target = at::empty({length}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, device_index(device)));
+    c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream(device_index(device));
+    cudaEvent_t start = nullptr, end = nullptr;
+    cudaEventCreate(&start);
+    cudaEventCreate(&end);
+    double best = 0;
+    for (int i = 0; i < repeats; ++i) {
+      cudaEventRecord(start, stream.stream());
+      cudaMemcpyAsync(target.data_ptr(), host.data_ptr(), bytes, cudaMemcpyHostToDevice, stream.stream());
+      cudaEventRecord(end, stream.stream());
+      cudaError_t code = cudaEventSynchronize(end);
+      float ms = 0;
+      if (code == cudaSuccess) code = cudaEventElapsedTime(&ms, start, end);
+      if (code != cudaSuccess) {
+        cudaEventDestroy(start);
+        cudaEventDestroy(end);
+        return invalid("pinned upload: " + cuda_error(code));
+      }
+      if (ms > 0) best = std::max(best, static_cast<double>(bytes) / (ms / 1000.0) / 1e9);
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(end);
+    return best;
+  });
+}
+
+}  // namespace ptb

@@ -1,0 +1,119 @@
+#include "runner/loaded_library.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "ptbundle/runner_config.h"
+
+namespace ptb::runner {
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+// A folder only this user can enter (mkdtemp makes it 0700), with at most one
+// file in it; both are removed when this goes out of scope.
+class PrivateFolder {
+ public:
+  static Result<PrivateFolder> create() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base && *base ? base : "/tmp") + "/ptbundle-run-XXXXXX";
+    if (!mkdtemp(pattern.data())) {
+      return io_error(pattern.substr(0, pattern.size() - 6) + "*: cannot create a private folder: " + errno_text() +
+                      " (set TMPDIR to a writable folder)");
+    }
+    PrivateFolder folder;
+    folder.path_ = pattern;
+    return folder;
+  }
+
+  PrivateFolder() = default;
+  PrivateFolder(PrivateFolder&& other) noexcept
+      : path_(std::exchange(other.path_, {})), file_(std::exchange(other.file_, {})) {}
+  PrivateFolder& operator=(PrivateFolder&&) = delete;
+  ~PrivateFolder() {
+    if (!file_.empty()) ::unlink(file_.c_str());
+    if (!path_.empty()) ::rmdir(path_.c_str());
+  }
+
+  Result<std::string> write(const std::string& name, Bytes bytes) {
+    file_ = path_ + "/" + name;
+    int fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+    if (fd < 0) return io_error(file_ + ": cannot create: " + errno_text());
+    size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        std::string why = errno_text();
+        ::close(fd);
+        return io_error(file_ + ": cannot write: " + why);
+      }
+      done += static_cast<size_t>(n);
+    }
+    if (::close(fd) != 0) return io_error(file_ + ": cannot write: " + errno_text());
+    return file_;
+  }
+
+ private:
+  std::string path_;
+  std::string file_;
+};
+
+}  // namespace
+
+Result<LoadedLibrary> LoadedLibrary::open(Bytes bytes, const std::string& file_name, const std::string& origin) {
+  PTB_TRY(PrivateFolder folder, PrivateFolder::create());
+  PTB_TRY(std::string path, folder.write(file_name, bytes));
+  // RTLD_NOW: a missing symbol fails here, with its name, rather than at
+  // the first call; RTLD_LOCAL: two parts' libraries export the same names.
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    std::string why = ::dlerror();
+    std::string hint;
+    if (why.find("failed to map segment") != std::string::npos) {
+      hint = "; the temporary folder may be on a file system mounted noexec: set TMPDIR to another";
+    }
+    return invalid(origin + ": cannot load the library: " + why + hint);
+  }
+  LoadedLibrary library;
+  library.handle_ = handle;
+  return library;  // the folder and its file are removed here; the mapping stays
+}
+
+LoadedLibrary::LoadedLibrary(LoadedLibrary&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+
+LoadedLibrary& LoadedLibrary::operator=(LoadedLibrary&& other) noexcept {
+  if (this != &other) {
+    if (handle_) ::dlclose(handle_);
+    handle_ = std::exchange(other.handle_, nullptr);
+  }
+  return *this;
+}
+
+LoadedLibrary::~LoadedLibrary() {
+  if (handle_) ::dlclose(handle_);
+}
+
+void* LoadedLibrary::symbol(const char* name) const { return handle_ ? ::dlsym(handle_, name) : nullptr; }
+
+std::string make_libtorch_global() {
+  static const std::string missing = [] {
+    std::string failures;
+    for (const char* name : {"libc10.so", "libc10_cuda.so", "libtorch_cpu.so", "libtorch_cuda.so", "libtorch.so"}) {
+      // Already loaded (as this program's dependency): promote it to global.
+      if (::dlopen(name, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD)) continue;
+      std::string path = std::string(PTB_LIBTORCH_LIB_DIR) + "/" + name;
+      if (!::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) failures += std::string(failures.empty() ? "" : "; ") + ::dlerror();
+    }
+    return failures;
+  }();
+  return missing;
+}
+
+}  // namespace ptb::runner

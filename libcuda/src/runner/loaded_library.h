@@ -1,0 +1,41 @@
+// A shared library opened from bytes in memory, as ExecuTorch's CUDA backend
+// opens the library stored in a .pte: written to a private folder, opened
+// with dlopen, and the folder removed before open() returns, whether dlopen
+// succeeded or not, so no copy of the library is left behind.
+#pragma once
+
+#include <string>
+
+#include "ptbundle/file.h"
+#include "ptbundle/result.h"
+
+namespace ptb::runner {
+
+class LoadedLibrary {
+ public:
+  // `file_name` names the temporary copy ("encoder.so"); `origin` names the
+  // bytes in errors ("model.pte: named data 'abc_so_blob'").
+  static Result<LoadedLibrary> open(Bytes bytes, const std::string& file_name, const std::string& origin);
+
+  LoadedLibrary() = default;
+  LoadedLibrary(LoadedLibrary&& other) noexcept;
+  LoadedLibrary& operator=(LoadedLibrary&& other) noexcept;
+  LoadedLibrary(const LoadedLibrary&) = delete;
+  LoadedLibrary& operator=(const LoadedLibrary&) = delete;
+  ~LoadedLibrary();
+
+  // nullptr when the library does not export `name`.
+  void* symbol(const char* name) const;
+
+ private:
+  void* handle_ = nullptr;
+};
+
+// Loads LibTorch's own libraries with RTLD_GLOBAL (once per process): a
+// library built with link_libtorch=False names no libtorch and finds its
+// aoti_torch_* functions only in the global scope, and one linked to libtorch
+// must find libtorch.so already loaded, whether or not the linker kept it as
+// a dependency of this program. Returns what could not be loaded, or "".
+std::string make_libtorch_global();
+
+}  // namespace ptb::runner
