@@ -1,11 +1,140 @@
-// Placeholder until the subcommand's issue lands; replaced wholesale.
+// `ptbundle export`: compiled parts into a bundle folder.
+//   ptbundle export -o DIR --part NAME=SOURCE [--part ...] [--example PART=in.npy[,...]:out.npy[,...]]
+//                   [--atol X --rtol Y] [--force] [--json]
+// Parsing and printing only; the rules live in libexport (export.h).
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+#include <map>
+
 #include "command.h"
+#include "ptbundle/export.h"
 
 namespace ptb::app {
+namespace {
+
+struct ExportArgs {
+  std::string output;
+  std::vector<std::string> parts;
+  std::vector<std::string> examples;
+  double atol = 1e-3;
+  double rtol = 1e-3;
+  bool force = false;
+  bool json = false;
+};
+
+// One line on stderr, rewritten in place, for copies that take a while.
+class ProgressLine {
+ public:
+  void update(const std::string& file, uint64_t done, uint64_t total) {
+    constexpr uint64_t kWorthShowing = 64ull << 20;
+    if (total < kWorthShowing) return;
+    auto now = std::chrono::steady_clock::now();
+    if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    std::fprintf(stderr, "\r\033[Kwriting %s: %s of %s (%d%%)", file.c_str(), human_size(done).c_str(),
+                 human_size(total).c_str(), static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total)));
+    shown_ = true;
+    if (done == total) finish();
+  }
+  void finish() {
+    if (shown_) std::fputc('\n', stderr);
+    shown_ = false;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_{};
+  bool shown_ = false;
+};
+
+Result<ExportOptions> build_options(const ExportArgs& args) {
+  ExportOptions options;
+  options.output_dir = args.output;
+  options.atol = args.atol;
+  options.rtol = args.rtol;
+  options.force = args.force;
+  options.tool_version = PTB_VERSION;
+  for (const auto& text : args.parts) {
+    PTB_TRY(auto request, parse_part_argument(text));
+    options.parts.push_back(std::move(request));
+  }
+  for (const auto& text : args.examples) {
+    PTB_TRY(auto example, parse_example_argument(text));
+    auto it = std::find_if(options.parts.begin(), options.parts.end(),
+                           [&](const PartRequest& p) { return p.name == example.first; });
+    if (it == options.parts.end())
+      return usage_error("--example " + example.first + ": no --part of that name");
+    if (it->example) return usage_error("--example " + example.first + ": given twice");
+    it->example = std::move(example.second);
+  }
+  return options;
+}
+
+Json report_json(const ExportReport& report) {
+  Json parts = Json::array();
+  for (const auto& part : report.parts) {
+    Json files = Json::array();
+    for (const auto& file : part.files)
+      files.push_back({{"role", file_role_name(file.role)}, {"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});
+    parts.push_back({{"name", part.name},
+                     {"source", part.source_kind},
+                     {"replaced", part.replaced},
+                     {"files", files},
+                     {"notes", part.notes}});
+  }
+  return {{"bundle", report.bundle_dir}, {"manifest", std::string(kManifestFileName)}, {"parts", parts}};
+}
+
+void print_summary(const ExportReport& report) {
+  std::cout << "exported " << report.parts.size() << (report.parts.size() == 1 ? " part" : " parts") << " into "
+            << report.bundle_dir << " (" << report.manifest.parts.size() << " in " << kManifestFileName << ")\n";
+  for (const auto& part : report.parts) {
+    std::cout << "  " << part.name << " (" << part.source_kind << (part.replaced ? ", replaced" : "") << "):";
+    for (size_t i = 0; i < part.files.size(); ++i)
+      std::cout << (i ? "," : "") << " " << part.files[i].path << " " << human_size(part.files[i].size);
+    std::cout << '\n';
+    for (const auto& note : part.notes) std::cout << "    note: " << note << '\n';
+  }
+}
+
+int run_export(const ExportArgs& args) {
+  auto options = build_options(args);
+  if (!options) return report(options.error());
+  ProgressLine line;
+  if (::isatty(STDERR_FILENO)) {
+    options->progress = [&line](const std::string& file, uint64_t done, uint64_t total) { line.update(file, done, total); };
+  }
+  auto result = export_parts(*options);
+  line.finish();
+  if (!result) return report(result.error());
+  if (args.json) print_json(report_json(*result));
+  else print_summary(*result);
+  return 0;
+}
+
+}  // namespace
 
 Action add_export(CLI::App& root) {
-  root.add_subcommand("export", "(not built yet)");
-  return [] { return report(usage_error("'export' is not built yet")); };
+  auto args = std::make_shared<ExportArgs>();
+  CLI::App* command = root.add_subcommand(
+      "export",
+      "Put compiled parts into a bundle folder, each with its own data file and data name.\n"
+      "SOURCE is an ExecuTorch export (model.pte or model.pte,data.ptd) or an AOTInductor package (.pt2)\n"
+      "compiled with ExecuTorch's CUDA options; see ptbundle-export(1).");
+  command->add_option("-o,--output", args->output, "Bundle folder (created if missing; parts are added to a bundle)")
+      ->required();
+  command->add_option("--part", args->parts, "NAME=SOURCE: a part and where it comes from (repeatable)")->required();
+  command->add_option("--example", args->examples,
+                      "PART=in0.npy[,in1.npy...]:out0.npy[,...]: example inputs and expected outputs; required for a "
+                      ".pt2 part, stored as the part's test case");
+  command->add_option("--atol", args->atol, "Absolute tolerance recorded for the test cases (default 1e-3)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--rtol", args->rtol, "Relative tolerance recorded for the test cases (default 1e-3)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_flag("--force", args->force, "Replace parts of the same name, and stray files in their way");
+  command->add_flag("--json", args->json, "Print the result as one JSON document");
+  return [args] { return run_export(*args); };
 }
 
 }  // namespace ptb::app

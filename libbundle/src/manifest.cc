@@ -379,6 +379,10 @@ std::string part_file_path(std::string_view part_name, FileRole role) {
   return name + ".pte";
 }
 
+std::string testcase_key(std::string_view method, bool output, size_t index) {
+  return std::string(method) + (output ? ".output." : ".input.") + std::to_string(index);
+}
+
 const ManifestFile* ManifestPart::find_file(FileRole role) const {
   for (const auto& file : files)
     if (file.role == role) return &file;

@@ -29,6 +29,11 @@ const char* file_role_name(FileRole role);  // "program", "data", "testcase"
 // may have, relative to the bundle folder.
 std::string part_file_path(std::string_view part_name, FileRole role);
 
+// Keys of a test case file (testcases/<name>.ptd): "<method>.input.<i>" and
+// "<method>.output.<i>", each a named tensor with its layout (dtype, sizes,
+// contiguous dim order).
+std::string testcase_key(std::string_view method, bool output, size_t index);
+
 struct ManifestFile {
   FileRole role = FileRole::Program;
   std::string path;  // part_file_path(name, role)

@@ -1,0 +1,72 @@
+// The command-line shapes of --part and --example, parsed here so that the
+// CLI stays a thin layer and the rules are tested with the library.
+#include "ptbundle/export.h"
+
+namespace ptb {
+namespace {
+
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t end = text.find(separator, start);
+    out.emplace_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) return out;
+    start = end + 1;
+  }
+}
+
+}  // namespace
+
+// ExecuTorch's Metal backend (backends/apple/metal) stores its library and
+// weights as named data of the program itself: no data file, no data name.
+bool backend_keeps_data_inside(std::string_view backend_id) { return backend_id == "MetalBackend"; }
+
+Result<PartRequest> parse_part_argument(std::string_view text) {
+  size_t equals = text.find('=');
+  if (equals == std::string_view::npos || equals == 0 || equals + 1 == text.size()) {
+    return usage_error("--part \"" + std::string(text) +
+                       "\": expected NAME=SOURCE, where SOURCE is model.pte, model.pte,data.ptd or package.pt2");
+  }
+  PartRequest request;
+  request.name = std::string(text.substr(0, equals));
+  std::string source(text.substr(equals + 1));
+  // Split at the last comma only when a .ptd name follows, so that other
+  // commas in paths survive (as `merge` reads its inputs).
+  auto comma = source.rfind(',');
+  if (comma != std::string::npos) {
+    std::string data = source.substr(comma + 1);
+    if (data.size() > 4 && data.compare(data.size() - 4, 4, ".ptd") == 0) {
+      request.data_file = data;
+      source.resize(comma);
+    }
+  }
+  if (source.empty()) {
+    return usage_error("--part " + request.name + ": no program before the data file; expected model.pte,data.ptd");
+  }
+  request.program = source;
+  return request;
+}
+
+Result<std::pair<std::string, ExampleFiles>> parse_example_argument(std::string_view text) {
+  size_t equals = text.find('=');
+  size_t colon = text.find(':', equals == std::string_view::npos ? 0 : equals);
+  if (equals == std::string_view::npos || equals == 0 || colon == std::string_view::npos) {
+    return usage_error("--example \"" + std::string(text) + "\": expected PART=in0.npy[,in1.npy...]:out0.npy[,...]");
+  }
+  ExampleFiles files;
+  auto inputs = text.substr(equals + 1, colon - equals - 1);
+  auto outputs = text.substr(colon + 1);
+  if (!inputs.empty()) files.inputs = split(inputs, ',');
+  if (!outputs.empty()) files.outputs = split(outputs, ',');
+  for (const auto* list : {&files.inputs, &files.outputs}) {
+    for (const auto& file : *list) {
+      if (file.empty()) return usage_error("--example \"" + std::string(text) + "\": an empty file name between commas");
+    }
+  }
+  if (files.inputs.empty() || files.outputs.empty())
+    return usage_error("--example \"" + std::string(text) + "\": expected at least one input and one output file");
+  return std::make_pair(std::string(text.substr(0, equals)), std::move(files));
+}
+
+}  // namespace ptb

@@ -1,0 +1,75 @@
+// A part made ready to write: every check has passed and every byte it will
+// hold is known, as memory or as ranges of open input files. Nothing in the
+// bundle folder has changed yet (scratch files aside, which vanish with it).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ptbundle/export.h"
+#include "ptbundle/fb/program_generated.h"
+#include "ptbundle/file.h"
+#include "ptbundle/manifest.h"
+#include "ptbundle/npy.h"
+#include "ptbundle/ptd.h"
+#include "ptbundle/ptd_writer.h"
+#include "ptbundle/pte.h"
+#include "ptbundle/segment_source.h"
+
+namespace ptb::exporter {
+
+// The method an example belongs to: its name and, for an ExecuTorch source,
+// the signature the example must match.
+struct ExampleTarget {
+  std::string method_name = "forward";
+  const MethodInfo* method = nullptr;
+};
+
+struct PreparedPart {
+  std::string name;
+  ManifestSource source;
+
+  std::unique_ptr<fb::ProgramT> program;
+  std::vector<SegmentSource> pte_segments;
+
+  // NAME.ptd: ExecuTorch's data file copied whole, or contents to write.
+  const MappedFile* data_copy = nullptr;
+  std::optional<PtdContents> data_contents;
+
+  std::optional<PtdContents> testcase;
+  uint32_t testcase_inputs = 0;
+  uint32_t testcase_outputs = 0;
+
+  std::optional<CudaInfo> cuda;
+  std::vector<std::string> notes;
+
+  // What the segment sources above point into; unique_ptr keeps addresses
+  // stable when the part is moved.
+  std::vector<std::unique_ptr<PteFile>> ptes;
+  std::vector<std::unique_ptr<PtdFile>> ptds;
+  std::vector<std::unique_ptr<MappedFile>> files;
+  std::vector<std::unique_ptr<NpyFile>> npys;
+  std::vector<std::unique_ptr<std::vector<uint8_t>>> buffers;
+  std::vector<std::unique_ptr<AtomicOutput>> scratch;  // never committed: removed with the part
+};
+
+// model.pte [+ data.ptd]: checks keys and delegates, sets data_name.
+Result<PreparedPart> prepare_executorch_part(const PartRequest& request);
+
+// package.pt2 + example: converts to a program with one CudaBackend delegate.
+// Scratch copies of the library and weights go to `scratch_dir` (the bundle
+// folder, so that they can be copied by the kernel into the outputs).
+Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::string& scratch_dir);
+
+// Loads the example .npy files into part.testcase (keys documented in
+// testcase.h), checking them against target.method when it is known.
+Status attach_example(PreparedPart& part, const ExampleFiles& example, const ExampleTarget& target);
+
+// Kernel targets of the CUDA libraries in `libraries`, sorted and distinct.
+// `names` label errors.
+Result<std::vector<KernelTarget>> kernel_targets_of(const std::vector<Bytes>& libraries,
+                                                    const std::vector<std::string>& names);
+
+}  // namespace ptb::exporter

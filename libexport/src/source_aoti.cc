@@ -1,0 +1,135 @@
+// An AOTInductor package as a part: its library and weights blob become the
+// named data of a program with one CudaBackend delegate in ExecuTorch's
+// single-blob form (payload "<so_key>\n<weights_key>", keys
+// "<sha256>_so_blob" in the .pte and "<sha256>_weights_blob" in NAME.ptd),
+// with the method's signature taken from the example .npy files.
+#include <filesystem>
+
+#include "aoti_program.h"
+#include "prepared_part.h"
+#include "ptbundle/cuda_payload.h"
+#include "ptbundle/pt2.h"
+
+namespace ptb::exporter {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kCompileOptions =
+    "compile it as ExecuTorch's CUDA backend does: torch._inductor.aoti_compile_and_package(exported, "
+    "inductor_configs={\"aot_inductor.embed_kernel_binary\": True, \"aot_inductor.package_constants_in_so\": False, "
+    "\"aot_inductor.package_constants_on_disk_format\": \"binary_blob\"})";
+
+Status check_package_layout(const Pt2Package& package, const Pt2Model& model) {
+  std::string problems;
+  if (model.weights_in_library())
+    problems = "its weights are compiled into the library (no *_weights.blob)";
+  if (model.kernels_in_separate_files()) {
+    problems += std::string(problems.empty() ? "" : " and ") + "its kernels are separate files (" +
+                std::to_string(model.kernel_binaries.size()) + " like " +
+                fs::path(model.kernel_binaries.front()).filename().string() + ")";
+  }
+  if (!problems.empty()) return invalid(package.path() + ": " + problems + "; " + kCompileOptions);
+  if (const auto* device = model.metadata_value("AOTI_DEVICE_KEY"); device && *device != "cuda")
+    return invalid(package.path() + ": compiled for device \"" + *device + "\" (AOTI_DEVICE_KEY); expected \"cuda\"");
+  return {};
+}
+
+// "90" -> "9.0", "120" -> "12.0", "8.6" stays.
+std::optional<std::string> compute_capability(const Pt2Model& model) {
+  const auto* value = model.metadata_value("AOTI_COMPUTE_CAPABILITY");
+  if (!value || value->empty()) return std::nullopt;
+  if (value->find('.') != std::string::npos) return *value;
+  if (value->size() < 2 || value->find_first_not_of("0123456789") != std::string::npos) return *value;
+  return value->substr(0, value->size() - 1) + "." + value->substr(value->size() - 1);
+}
+
+// Extracts one package entry into a scratch file in the bundle folder and
+// maps it: the bytes are then hashed and copied into outputs by the kernel.
+Result<const MappedFile*> extract(PreparedPart& part, const Pt2Package& package, const std::string& entry_name,
+                                  const std::string& scratch_dir, const std::string& label) {
+  const auto* entry = package.find_entry(entry_name);
+  if (!entry) return invalid(package.path() + ": entry " + entry_name + " is listed but missing");
+  PTB_TRY(auto out, AtomicOutput::create((fs::path(scratch_dir) / ("ptbundle-" + part.name + "-" + label)).string()));
+  auto& scratch = *part.scratch.emplace_back(std::make_unique<AtomicOutput>(std::move(out)));
+  PTB_CHECK(package.extract_entry(entry_name, scratch, entry->size));
+  PTB_TRY(auto mapped, MappedFile::open(scratch.temp_path()));
+  if (mapped.size() != entry->size)
+    return invalid(package.path() + ": entry " + entry_name + " extracted to " + std::to_string(mapped.size()) +
+                   " bytes; the zip directory says " + std::to_string(entry->size));
+  return part.files.emplace_back(std::make_unique<MappedFile>(std::move(mapped))).get();
+}
+
+Result<TensorSignature> signature_of(const NpyHeader& npy, const std::string& path) {
+  TensorSignature signature;
+  signature.scalar_type = npy.scalar_type;
+  for (uint64_t size : npy.shape) {
+    if (size > 0x7fffffffu) return invalid(path + ": dimension " + std::to_string(size) + " exceeds ExecuTorch's 32-bit sizes");
+    signature.sizes.push_back(static_cast<int32_t>(size));
+  }
+  signature.nbytes = npy.data_size;
+  return signature;
+}
+
+}  // namespace
+
+Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::string& scratch_dir) {
+  PreparedPart part;
+  part.name = request.name;
+  part.source.kind = "aoti_package";
+  part.source.files.push_back(fs::path(request.program).filename().string());
+  if (request.data_file)
+    return usage_error("--part " + request.name + ": a .pt2 package holds its own weights; expected no \",DATA.ptd\" after it");
+
+  PTB_TRY(auto package, Pt2Package::open(request.program));
+  if (package.models().size() != 1) {
+    return invalid(request.program + ": " + std::to_string(package.models().size()) +
+                   " models under data/aotinductor/; expected exactly one");
+  }
+  const Pt2Model& model = package.models().front();
+  PTB_CHECK(check_package_layout(package, model));
+  if (!request.example) {
+    return usage_error("--part " + request.name + "=" + request.program + ": a .pt2 part needs --example " +
+                       request.name + "=IN.npy[,...]:OUT.npy[,...]; the example fixes the method's inputs and outputs "
+                       "and becomes the part's test case");
+  }
+  ExampleTarget target;  // the package defines no signature to check against
+  PTB_CHECK(attach_example(part, *request.example, target));
+  for (const auto& npy : part.npys) part.source.files.push_back(fs::path(npy->path()).filename().string());
+
+  SingleDelegateProgram spec;
+  spec.method_name = target.method_name;
+  spec.data_name = part.name;
+  for (size_t i = 0; i < part.npys.size(); ++i) {
+    PTB_TRY(auto signature, signature_of(part.npys[i]->header(), part.npys[i]->path()));
+    (i < part.testcase_inputs ? spec.inputs : spec.outputs).push_back(std::move(signature));
+  }
+
+  PTB_TRY(const MappedFile* library, extract(part, package, model.wrapper_library, scratch_dir, "library.so"));
+  PTB_TRY(const MappedFile* weights, extract(part, package, *model.weights_blob, scratch_dir, "weights.blob"));
+  PTB_TRY(auto library_hash, sha256_range_hex(*library, 0, library->size()));
+  PTB_TRY(auto weights_hash, sha256_range_hex(*weights, 0, weights->size()));
+  spec.library_key = library_hash + "_so_blob";
+
+  CudaPayload payload;
+  payload.form = CudaPayloadForm::SingleBlob;
+  payload.so_key = spec.library_key;
+  payload.weights_key = weights_hash + "_weights_blob";
+  const auto& payload_bytes = *part.buffers.emplace_back(std::make_unique<std::vector<uint8_t>>(encode_cuda_payload(payload)));
+
+  part.program = make_single_delegate_program(spec);
+  part.pte_segments = {SegmentSource::memory({}), SegmentSource::memory(payload_bytes),
+                       SegmentSource::file_range(*library, 0, library->size())};
+  part.data_contents.emplace();
+  part.data_contents->add(payload.weights_key, SegmentSource::file_range(*weights, 0, weights->size()));
+
+  PTB_TRY(auto targets, kernel_targets_of({library->bytes()}, {request.program + " " + model.wrapper_library}));
+  BuildGpu gpu;
+  gpu.compute_capability = compute_capability(model);
+  part.cuda = CudaInfo{std::move(targets), gpu.compute_capability ? std::optional<BuildGpu>(gpu) : std::nullopt};
+  if (part.cuda->kernel_targets.empty())
+    part.notes.push_back(request.program + ": no CUDA kernel image found in the library");
+  return part;
+}
+
+}  // namespace ptb::exporter
