@@ -3,6 +3,8 @@
 // this file only arranges it.
 #include "inspect_text.h"
 
+#include <cstdio>
+
 #include "text_table.h"
 
 namespace ptb::app {
@@ -23,9 +25,25 @@ class Lines {
   std::string out_;
 };
 
+// Strings come from the files: control bytes are shown escaped so that a
+// crafted key cannot drive the terminal.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 std::string str(const Json& value) {
   if (value.is_null()) return "-";
-  if (value.is_string()) return value.get<std::string>();
+  if (value.is_string()) return printable(value.get<std::string>());
   if (value.is_boolean()) return value.get<bool>() ? "yes" : "no";
   return value.dump();
 }
@@ -145,9 +163,11 @@ void program(Lines& out, const std::string& indent, const Json& p, bool sha256) 
   if (header.is_null()) {
     out.add(indent, "Extended header: none");
   } else {
+    // The short (24-byte) header does not record the segment data size.
+    bool has_data_size = header["length"].get<uint64_t>() >= 32;
     out.add(indent, "Extended header: eh00, length " + num(header["length"]) + ", program " +
                         size_and_bytes(header["program_size"]) + ", segments at " + num(header["segment_base_offset"]) +
-                        " (" + size(header["segment_data_size"]) + ")");
+                        (has_data_size ? " (" + size(header["segment_data_size"]) + ")" : ""));
   }
   out.add(indent, "Program version: " + num(p["program_version"]));
   const Json& constants = p["constants"];
@@ -286,7 +306,7 @@ void package(Lines& out, const std::string& indent, const Json& p) {
     if (!model["metadata"].empty()) {
       out.add(inner, "Metadata:");
       TextTable table({{"key"}, {"value"}});
-      for (const auto& [key, value] : model["metadata"].items()) table.add({key, str(value)});
+      for (const auto& [key, value] : model["metadata"].items()) table.add({printable(key), str(value)});
       out.table(inner + "  ", table);
     }
   }

@@ -12,7 +12,11 @@ int report(const Error& error) {
   return static_cast<int>(error.kind);
 }
 
-void print_json(const Json& document) { std::cout << document.dump(2) << '\n'; }
+// Strings read from files need not be UTF-8; dump() would throw on them, so
+// invalid bytes are replaced with U+FFFD instead.
+void print_json(const Json& document) {
+  std::cout << document.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+}
 
 std::string human_size(uint64_t bytes) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -13,6 +13,7 @@
 #include "ptbundle/bpte.h"
 #include "ptbundle/cuda_payload.h"
 #include "ptbundle/fb/flat_tensor_generated.h"
+#include "ptbundle/inspect.h"
 #include "ptbundle/ptd.h"
 #include "ptbundle/pte.h"
 
@@ -62,21 +63,23 @@ void walk(const PtdFile& ptd) {
   for (const auto& entry : ptd.entries()) (void)sha256(ptd.bytes(entry));
 }
 
+void walk(const BpteFile& bpte) { walk(bpte.program()); }
+
+// What inspect shows of a file that opened, as the CLI would print it.
+void inspect_walk(const fs::path& path) {
+  InspectOptions options;
+  options.sha256 = true;
+  auto inspected = inspect_path(path.string(), options);
+  if (!inspected.ok()) FAIL(inspected.error().message);
+  CHECK_FALSE(inspected->dump(2, ' ', false, InspectJson::error_handler_t::replace).empty());
+}
+
 template <class Reader>
 void open_and_walk(const fs::path& path) {
   auto opened = Reader::open(path.string());
   if (opened.ok()) {
     walk(*opened);
-  } else {
-    check_one_line(opened.error(), path);
-  }
-}
-
-template <>
-void open_and_walk<BpteFile>(const fs::path& path) {
-  auto opened = BpteFile::open(path.string());
-  if (opened.ok()) {
-    walk(opened->program());
+    inspect_walk(path);
   } else {
     check_one_line(opened.error(), path);
   }
@@ -98,16 +101,17 @@ void every_prefix_fails_cleanly(const fs::path& source) {
   }
 }
 
-// Flips each byte in [0, limit) in turn (two patterns) and opens the result.
+// Flips each byte in [0, limit) in turn with each pattern and opens the result.
 template <class Reader>
-void flipped_bytes_never_crash(const fs::path& source, size_t limit) {
+void flipped_bytes_never_crash(const fs::path& source, size_t limit,
+                               std::initializer_list<uint8_t> patterns = {0xff, 0x01}) {
   TempDir dir;
   auto path = dir / source.filename().string();
   auto bytes = read_bytes(source);
   write_bytes(path, bytes);
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   REQUIRE(fd >= 0);
-  for (uint8_t pattern : {uint8_t{0xff}, uint8_t{0x01}}) {
+  for (uint8_t pattern : patterns) {
     for (size_t position = 0; position < std::min(limit, bytes.size()); ++position) {
       uint8_t flipped = bytes[position] ^ pattern;
       REQUIRE(::pwrite(fd, &flipped, 1, static_cast<off_t>(position)) == 1);
@@ -199,8 +203,8 @@ TEST_CASE("corrupt: flipped bytes give a clean error or a file that can be walke
   PTB_REQUIRE_FIXTURES();
   flipped_bytes_never_crash<PteFile>(fixture("executorch/add.pte"), SIZE_MAX);
   // The program, the header and the delegate payload; past them lie library bytes.
-  flipped_bytes_never_crash<PteFile>(fixture("cuda/sm80/model.pte"), 2176);
-  flipped_bytes_never_crash<PteFile>(fixture("executorch/cadence_conv2d.pte"), 2432);
+  flipped_bytes_never_crash<PteFile>(fixture("cuda/sm80/model.pte"), 2176, {0xff});
+  flipped_bytes_never_crash<PteFile>(fixture("executorch/cadence_conv2d.pte"), 2432, {0x01});
   flipped_bytes_never_crash<PtdFile>(fixture("cuda/sm80/aoti_cuda_blob.ptd"), 384);
   flipped_bytes_never_crash<BpteFile>(fixture("executorch/bundled_program.bpte"), SIZE_MAX);
 }
@@ -380,4 +384,20 @@ TEST_CASE("corrupt: indices in a program that point nowhere") {
     auto error = open_error<PteFile>(path, edited_cuda_pte(c.edit));
     CHECK(error.message == path.string() + c.message);
   }
+}
+
+TEST_CASE("corrupt: keys that are not UTF-8 are shown, not fatal") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto path = dir / "w.ptd";
+  write_bytes(path, edited_cuda_ptd([](fb::ptd::FlatTensorT& tensor) { tensor.named_data[0]->key = "bad\xff\x1b[2Jkey"; }));
+  auto json_result = run_cli("inspect --json " + quote(path));
+  REQUIRE(json_result.exit_code == 0);
+  auto document = nlohmann::json::parse(json_result.out);
+  CHECK(document["files"][0]["named_data"][0]["key"] == "bad\xef\xbf\xbd\x1b[2Jkey");
+  auto text_result = run_cli("inspect " + quote(path));
+  REQUIRE(text_result.exit_code == 0);
+  // The escape byte is shown escaped, never sent to the terminal.
+  CHECK(text_result.out.find("bad\xff\\x1b[2Jkey") != std::string::npos);
+  CHECK(text_result.out.find('\x1b') == std::string::npos);
 }

@@ -117,7 +117,7 @@ Result<BpteFile> BpteFile::open(const std::string& path) {
       if (!suite->method_name()) return invalid(path + ": test suite " + num(s) + " has no method name; expected one");
       BundledTestSuite out;
       out.method_name = suite->method_name()->str();
-      std::string context = path + ": test suite '" + out.method_name + "'";
+      std::string context = path + ": test suite '" + wire::show_text(out.method_name) + "'";
       if (!has_method(bpte.program_, out.method_name)) {
         return invalid(context + " names a method the program does not have");
       }

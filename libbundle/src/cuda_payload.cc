@@ -126,7 +126,7 @@ Result<CudaWeight> read_weight(PayloadReader& reader) {
   weight.dtype = static_cast<int32_t>(dtype);
   weight.device_type = static_cast<int32_t>(device);
   weight.storage_offset = static_cast<int64_t>(storage_offset);
-  std::string which = "weight '" + weight.fqn + "'";
+  std::string which = "weight '" + wire::show_text(weight.fqn) + "'";
   if (weight.fqn.empty() || weight.storage_key.empty()) return reader.error("a weight has an empty fqn or storage key");
   if (ndim > kMaxDims) return reader.error(which + " has " + num(ndim) + " dimensions; expected at most 64");
   for (uint32_t i = 0; i < ndim; ++i) {

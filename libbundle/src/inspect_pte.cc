@@ -3,6 +3,7 @@
 #include "inspect_internal.h"
 #include "ptbundle/cuda_payload.h"
 #include "ptbundle/pte.h"
+#include "wire.h"
 
 namespace ptb::detail {
 namespace {
@@ -49,7 +50,7 @@ void blob_json(InspectJson& out, const std::string& prefix, const PteFile& pte, 
 void kernels_json(InspectJson& out, const PteFile& pte, const std::string& key, const InspectOptions& options) {
   const PteNamedData* entry = pte.find_named_data(key);
   if (!options.scan_kernels || !entry) return;
-  auto kernels = options.scan_kernels(pte.named_data_bytes(*entry), pte.name() + ": named data '" + key + "'");
+  auto kernels = options.scan_kernels(pte.named_data_bytes(*entry), pte.name() + ": named data '" + wire::show_text(key) + "'");
   if (kernels.ok()) {
     out["kernels"] = std::move(kernels).value();
   } else {
@@ -106,7 +107,7 @@ InspectJson delegate_json(const PteFile& pte, const MethodInfo& method, size_t p
   out["compile_specs"] = InspectJson::array();
   for (const auto& spec : delegate.compile_specs) out["compile_specs"].push_back(compile_spec_json(spec));
   if (delegate.id == "CudaBackend") {
-    std::string context = pte.name() + ": method '" + method.name + "' delegate " + std::to_string(index);
+    std::string context = pte.name() + ": method '" + wire::show_text(method.name) + "' delegate " + std::to_string(index);
     auto decoded = decode_cuda_payload(payload, method.name, context);
     if (decoded.ok()) {
       out["cuda"] = cuda_payload_json(pte, *decoded, options);

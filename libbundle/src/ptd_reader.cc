@@ -116,7 +116,7 @@ Result<PtdFile> PtdFile::open(const std::string& path) {
       if (!entry->key()) return invalid(path + ": named data entry " + num(i) + " has no key; expected a key");
       PtdEntry out;
       out.key = entry->key()->str();
-      std::string context = path + ": key '" + out.key + "'";
+      std::string context = path + ": key '" + wire::show_text(out.key) + "'";
       if (entry->segment_index() >= ptd.segments_.size()) {
         return invalid(context + " refers to segment " + num(entry->segment_index()) + ", but the file has " +
                        num(ptd.segments_.size()) + " segments");

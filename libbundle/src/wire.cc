@@ -18,6 +18,21 @@ std::string show_bytes(Bytes data) {
   return out;
 }
 
+std::string show_text(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f || byte == '\\') {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 bool valid_utf8(Bytes data) {
   size_t i = 0;
   while (i < data.size()) {

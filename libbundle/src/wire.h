@@ -36,6 +36,10 @@ inline bool has_text_at(Bytes data, size_t offset, std::string_view text) {
 // may be anything and end up in one line on a terminal.
 std::string show_bytes(Bytes data);
 
+// A name read from a file, for an error line: control bytes and backslashes
+// escaped, other bytes kept so that UTF-8 names stay readable.
+std::string show_text(std::string_view text);
+
 // Well-formed UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF).
 bool valid_utf8(Bytes data);
 

@@ -1,0 +1,22 @@
+// libFuzzer target: PtdFile::open, every blob read, the inspect object built.
+#include "fuzz_input.h"
+#include "inspect_internal.h"
+#include "ptbundle/ptd.h"
+#include "ptbundle/sha256.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string& path = ptb::fuzz::input_path(data, size);
+  auto ptd = ptb::PtdFile::open(path);
+  if (!ptd.ok()) {
+    if (ptd.error().message.find('\n') != std::string::npos) std::abort();
+    return 0;
+  }
+  for (const auto& entry : ptd->entries()) {
+    (void)ptb::sha256(ptd->bytes(entry));
+    if (ptd->find(entry.key) == nullptr) std::abort();
+  }
+  ptb::InspectOptions options;
+  options.sha256 = true;
+  (void)ptb::detail::inspect_data(*ptd, options).dump(2, ' ', false, ptb::InspectJson::error_handler_t::replace);
+  return 0;
+}

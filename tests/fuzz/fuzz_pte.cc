@@ -1,0 +1,29 @@
+// libFuzzer target: PteFile::open, then everything a caller may do with a
+// program that opened (describe it, read every segment and payload, decode
+// CUDA payloads, build the inspect object). Built by scripts/fuzz.
+#include "fuzz_input.h"
+#include "ptbundle/cuda_payload.h"
+#include "inspect_internal.h"
+#include "ptbundle/pte.h"
+#include "ptbundle/sha256.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string& path = ptb::fuzz::input_path(data, size);
+  auto pte = ptb::PteFile::open(path);
+  if (!pte.ok()) {
+    if (pte.error().message.find('\n') != std::string::npos) std::abort();
+    return 0;
+  }
+  auto methods = ptb::describe_methods(*pte);
+  for (size_t s = 0; s < pte->segments().size(); ++s) (void)ptb::sha256(pte->segment_bytes(s));
+  for (const auto& entry : pte->named_data()) (void)pte->named_data_bytes(entry);
+  for (size_t p = 0; p < methods.size(); ++p) {
+    for (size_t d = 0; d < methods[p].delegates.size(); ++d) {
+      (void)ptb::decode_cuda_payload(pte->delegate_payload(p, d), methods[p].name, "fuzz");
+    }
+  }
+  ptb::InspectOptions options;
+  options.sha256 = true;
+  (void)ptb::detail::inspect_program(*pte, options).dump(2, ' ', false, ptb::InspectJson::error_handler_t::replace);
+  return 0;
+}
