@@ -32,7 +32,6 @@ int main() {
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
-#include <torch/csrc/inductor/aoti_torch/tensor_converter.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -111,7 +110,7 @@ std::vector<double> minimal_loop(const RunPart& part, const at::Tensor& input, i
     fail("minimal loop: create or weights failed");
   cudaStream_t stream = c10::cuda::getCurrentCUDAStream(0).stream();
   auto call = [&] {
-    AtenTensorHandle in = torch::aot_inductor::tensor_pointer_to_tensor_handle(new at::Tensor(input));
+    AtenTensorHandle in = reinterpret_cast<AtenTensorHandle>(new at::Tensor(input));
     AtenTensorHandle out = nullptr;
     if (run(container, &in, 1, &out, 1, stream, nullptr) != 0) fail("minimal loop: run failed");
     aoti_torch_delete_tensor_object(out);

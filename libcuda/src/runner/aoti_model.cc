@@ -8,7 +8,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
 #include <cuda_runtime_api.h>
-#include <torch/csrc/inductor/aoti_torch/tensor_converter.h>
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
 
 #include <algorithm>
 #include <chrono>
@@ -56,6 +56,12 @@ auto guarded(const std::string& what, Body&& body) -> decltype(body()) {
     return invalid(what + ": " + first_line(e.what()));
   }
 }
+
+// In libtorch's shim an AtenTensorHandle is an at::Tensor* in disguise
+// (torch/csrc/inductor/aoti_torch/utils.h); the runner hands the container
+// tensors it allocates, and takes back the ones the container allocated.
+AtenTensorHandle handle_of(at::Tensor* tensor) { return reinterpret_cast<AtenTensorHandle>(tensor); }
+at::Tensor* tensor_of(AtenTensorHandle handle) { return reinterpret_cast<at::Tensor*>(handle); }
 
 c10::DeviceIndex device_index(int device) { return static_cast<c10::DeviceIndex>(device); }
 
@@ -199,7 +205,7 @@ struct AotiModel::State {
       auto view = std::make_unique<at::Tensor>(at::empty(
           {0}, at::TensorOptions().dtype(static_cast<c10::ScalarType>(weight.meta.dtype)).device(where)));
       view->set_(storage.storage(), weight.meta.storage_offset, weight.meta.sizes, weight.meta.strides);
-      AtenTensorHandle handle = torch::aot_inductor::tensor_pointer_to_tensor_handle(view.get());
+      AtenTensorHandle handle = handle_of(view.get());
       for (const ConstantInfo* constant : found->second) {
         pairs.push_back({constant->name.c_str(), handle});
         map[constant->name] = handle;
@@ -261,7 +267,7 @@ struct AotiModel::State {
   Status call(const std::vector<at::Tensor>& inputs, cudaStream_t stream) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       // The container steals the handles it is given: each call gets new ones.
-      input_handles[i] = torch::aot_inductor::tensor_pointer_to_tensor_handle(new at::Tensor(inputs[i]));
+      input_handles[i] = handle_of(new at::Tensor(inputs[i]));
     }
     std::fill(output_handles.begin(), output_handles.end(), nullptr);
     auto entry = abi.run_single_threaded ? abi.run_single_threaded : abi.run;
@@ -366,7 +372,7 @@ Result<std::vector<HostTensor>> AotiModel::run(const std::vector<HostTensor>& in
     std::vector<at::Tensor> outputs;
     for (AtenTensorHandle& handle : state.output_handles) {
       if (!handle) return invalid(state.label + ": the library returned no tensor for an output");
-      outputs.push_back(*torch::aot_inductor::tensor_handle_to_tensor_pointer(handle));
+      outputs.push_back(*tensor_of(handle));
     }
     state.drop_outputs();
     stream.synchronize();
