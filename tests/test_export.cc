@@ -506,3 +506,18 @@ TEST_CASE("export CLI: summary, --json, exit codes") {
   CHECK(stray_example.exit_code == 2);
   CHECK(mentions(stray_example.err, "--example y: no --part of that name"));
 }
+
+TEST_CASE("export: inspect and verify read the bundle it writes") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto bundle = dir / "bundle";
+  REQUIRE(run_export(bundle, {part("encoder", fixture("cuda/sm80/model.pte")), aoti_part("mlp", "mlp_et")}).ok());
+  auto inspect = ptb::test::run_cli("inspect " + quote(bundle));
+  CHECK_MESSAGE(inspect.exit_code == 0, inspect.err);
+  CHECK(mentions(inspect.out, "Part encoder"));
+  CHECK(mentions(inspect.out, "Part mlp"));
+  CHECK(mentions(inspect.out, "data_name"));
+  auto verify = ptb::test::run_cli("verify " + quote(bundle));
+  CHECK_MESSAGE(verify.exit_code == 0, (verify.out + verify.err));
+  CHECK(mentions(verify.out + verify.err, "0 failed"));
+}
