@@ -135,7 +135,6 @@ Result<MergeResult> merge_programs(const MergeRequest& request) {
     }
     per_delegate.push_back(std::move(chosen));
   }
-  PTB_CHECK(weights.run(threads, stats));
   PTB_TRY(std::vector<LibrarySource> libraries, distinct_libraries(per_delegate));
 
   std::vector<MergedDelegate> merged;
@@ -147,7 +146,16 @@ Result<MergeResult> merge_programs(const MergeRequest& request) {
     payload.weights = delegate.payload.weights;
     merged.push_back({delegate.plan, delegate.index, encode_cuda_payload(payload)});
   }
-  PTB_CHECK(write_merged(reference, merged, libraries, request.output_pte, request.output_ptd));
+  // Every check but the weight bytes has passed: write while comparing.
+  OutputJob output(reference, std::move(merged), std::move(libraries), request.output_pte, request.output_ptd);
+  output.start();
+  Status compared = weights.run(threads, stats);
+  if (!compared.ok()) {
+    output.cancel();
+    (void)output.wait();
+    return compared.take_error();
+  }
+  PTB_CHECK(output.commit());
 
   MergeResult result;
   result.output_pte = request.output_pte;

@@ -2,6 +2,7 @@
 // exports, where a named blob lives, the byte comparer, and the checks.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "ptbundle/cuda_payload.h"
@@ -167,11 +169,41 @@ struct MergedDelegate {
   std::vector<uint8_t> payload;
 };
 
-// Writes the merged .pte and the copy of the weights, committing both only
-// once both are complete.
-Status write_merged(const Export& reference, const std::vector<MergedDelegate>& delegates,
-                    const std::vector<LibrarySource>& libraries, const std::string& output_pte,
-                    const std::string& output_ptd);
+// Writes the merged .pte and the copy of the weights into temporary files on
+// a thread of its own, so that the copy (and the disk's writeback of it) runs
+// while the weights are still being compared; nothing reaches the final
+// paths before commit(), and a job destroyed uncommitted leaves nothing.
+class OutputJob {
+ public:
+  OutputJob(const Export& reference, std::vector<MergedDelegate> delegates, std::vector<LibrarySource> libraries,
+            std::string output_pte, std::string output_ptd);
+  ~OutputJob();
+  OutputJob(const OutputJob&) = delete;
+  OutputJob& operator=(const OutputJob&) = delete;
+
+  void start();
+  // Stops the copy at its next slice (a check failed); wait() still joins.
+  void cancel() { cancelled_.store(true); }
+  Status wait();
+  // The data file first: a program that lands without its weights is worse
+  // than weights without their program.
+  Status commit();
+
+ private:
+  Status write();
+  Status copy_weights(AtomicOutput& out);
+
+  const Export& reference_;
+  std::vector<MergedDelegate> delegates_;
+  std::vector<LibrarySource> libraries_;
+  std::string output_pte_;
+  std::string output_ptd_;
+  std::thread thread_;
+  std::atomic<bool> cancelled_{false};
+  Status status_;
+  std::optional<AtomicOutput> pte_out_;
+  std::optional<AtomicOutput> ptd_out_;
+};
 
 // "a.pte and b.pte": the pair every refusal starts with.
 inline std::string pair_name(const Export& a, const Export& b) { return a.name() + " and " + b.name(); }

@@ -5,6 +5,9 @@
 // the validated weights. Every blob is copied by the kernel from the input
 // that holds it; the segments are laid out as ExecuTorch's serializer does
 // (constant, mutable, delegate payloads, named data).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <map>
 
@@ -108,27 +111,72 @@ std::vector<SegmentSource> relayout(fb::ProgramT& program, const Export& referen
 
 }  // namespace
 
-Status write_merged(const Export& reference, const std::vector<MergedDelegate>& delegates,
-                    const std::vector<LibrarySource>& libraries, const std::string& output_pte,
-                    const std::string& output_ptd) {
-  std::unique_ptr<fb::ProgramT> program(reference.pte.program().UnPack());
-  std::vector<SegmentSource> segments = relayout(*program, reference, delegates, libraries);
+OutputJob::OutputJob(const Export& reference, std::vector<MergedDelegate> delegates,
+                     std::vector<LibrarySource> libraries, std::string output_pte, std::string output_ptd)
+    : reference_(reference),
+      delegates_(std::move(delegates)),
+      libraries_(std::move(libraries)),
+      output_pte_(std::move(output_pte)),
+      output_ptd_(std::move(output_ptd)) {}
 
-  PTB_TRY(AtomicOutput pte_out, AtomicOutput::create(output_pte));
+OutputJob::~OutputJob() {
+  cancel();
+  if (thread_.joinable()) thread_.join();
+}
+
+void OutputJob::start() {
+  thread_ = std::thread([this] { status_ = write(); });
+}
+
+Status OutputJob::wait() {
+  if (thread_.joinable()) thread_.join();
+  return status_;
+}
+
+Status OutputJob::write() {
+  std::unique_ptr<fb::ProgramT> program(reference_.pte.program().UnPack());
+  std::vector<SegmentSource> segments = relayout(*program, reference_, delegates_, libraries_);
+  PTB_TRY(AtomicOutput pte_out, AtomicOutput::create(output_pte_));
   PTB_TRY(auto layout, write_pte(pte_out, *program, segments));
   (void)layout;
-
-  std::optional<AtomicOutput> ptd_out;
-  if (!output_ptd.empty() && reference.ptd) {
-    PTB_TRY(AtomicOutput out, AtomicOutput::create(output_ptd));
-    const MappedFile& weights = reference.ptd->file();
-    PTB_CHECK(SegmentSource::file_range(weights, 0, weights.size()).write_to(out));
-    ptd_out = std::move(out);
+  pte_out_ = std::move(pte_out);
+  if (!output_ptd_.empty() && reference_.ptd) {
+    PTB_TRY(AtomicOutput ptd_out, AtomicOutput::create(output_ptd_));
+    PTB_CHECK(copy_weights(ptd_out));
+    ptd_out_ = std::move(ptd_out);
   }
-  // The data file first: a program that lands without its weights is worse
-  // than weights without their program.
-  if (ptd_out) PTB_CHECK(ptd_out->commit());
-  return pte_out.commit();
+  return {};
+}
+
+// The whole data file of the first input, by the kernel, in slices so that a
+// cancel stops it soon; after each slice the disk is asked to start writing
+// it back, so that the fsync of commit() finds little left to do.
+Status OutputJob::copy_weights(AtomicOutput& out) {
+  constexpr uint64_t kSlice = 64ull << 20;
+  const MappedFile& weights = reference_.ptd->file();
+  int writeback = ::open(out.temp_path().c_str(), O_WRONLY | O_CLOEXEC);
+  for (uint64_t done = 0; done < weights.size();) {
+    if (cancelled_.load()) break;
+    uint64_t slice = std::min(kSlice, weights.size() - done);
+    Status copied = out.copy_from(weights, done, slice);
+    if (!copied.ok()) {
+      if (writeback >= 0) ::close(writeback);
+      return copied;
+    }
+    if (writeback >= 0) {
+      ::sync_file_range(writeback, static_cast<off64_t>(done), static_cast<off64_t>(slice), SYNC_FILE_RANGE_WRITE);
+    }
+    done += slice;
+  }
+  if (writeback >= 0) ::close(writeback);
+  return {};
+}
+
+Status OutputJob::commit() {
+  PTB_CHECK(wait());
+  if (cancelled_.load()) return invalid(output_pte_ + ": the merge was cancelled; nothing was written");
+  if (ptd_out_) PTB_CHECK(ptd_out_->commit());
+  return pte_out_->commit();
 }
 
 }  // namespace ptb::merge_detail
