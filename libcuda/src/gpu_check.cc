@@ -1,0 +1,60 @@
+// Which GPU `verify` judges against, and the order the checks run in.
+#include "ptbundle/gpu_check.h"
+
+#include <algorithm>
+
+namespace ptb {
+
+Result<GpuTarget> resolve_gpu_target(std::string_view option, const std::string& driver_library) {
+  GpuTarget target;
+  if (option == "none") {
+    target.mode = GpuMode::None;
+    target.description = "none (--gpu none)";
+    target.skip_reason = "--gpu none: not checked against a GPU";
+    target.local_reason = "--gpu none";
+    return target;
+  }
+  std::optional<GpuCapability> given;
+  if (option != "auto" && !option.empty()) {
+    PTB_TRY(given, parse_capability(option));
+  }
+  // Test cases run only here, so the GPUs of this machine matter with --gpu sm_XY too.
+  GpuReport local = discover_gpus(driver_library);
+  target.local_gpus = local.gpus;
+  target.local_reason = local.reason;
+  if (given) {
+    target.mode = GpuMode::Given;
+    target.capabilities = {*given};
+    target.description = given->name() + " (--gpu)";
+    return target;
+  }
+  target.mode = GpuMode::Auto;
+  if (local.gpus.empty()) {
+    target.description = "none found";
+    target.skip_reason = "no CUDA GPU: " + local.reason;
+    return target;
+  }
+  target.driver_version = local.driver_version;
+  for (const GpuInfo& gpu : local.gpus) {
+    if (std::find(target.capabilities.begin(), target.capabilities.end(), gpu.capability) == target.capabilities.end())
+      target.capabilities.push_back(gpu.capability);
+    target.description += (target.description.empty() ? "" : ", ") + gpu.name + " (" + gpu.capability.name() + ")";
+  }
+  target.description += ", driver " + cuda_version_name(local.driver_version);
+  return target;
+}
+
+Result<VerifyReport> verify_paths(const std::vector<std::string>& arguments, const VerifyOptions& options) {
+  VerifyReport report;
+  PTB_TRY(report.gpu, resolve_gpu_target(options.gpu, options.driver_library));
+  for (const std::string& argument : arguments) {
+    report.checks.begin_path(argument);
+    for (const VerifySubject& subject : check_integrity(parse_verify_input(argument), report.checks)) {
+      std::vector<GpuCapability> runs_on = check_gpu(subject, report.gpu, report.checks);
+      check_testcases(subject, report.gpu, runs_on, report.checks);
+    }
+  }
+  return report;
+}
+
+}  // namespace ptb

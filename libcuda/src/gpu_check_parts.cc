@@ -1,0 +1,232 @@
+// Can each CUDA part run on the GPU? For a multi-variant payload, first the
+// variant ExecuTorch's runtime would load there (choose_variant: the exact
+// SM, else the PTX fallback), then whether the driver can load that
+// library's kernels (judge_kernels). A single library is judged by its
+// kernels alone. Every library's GPU code is scanned even without a GPU, so
+// that the targets bundle.json records can be compared with what is there.
+#include <set>
+
+#include "ptbundle/gpu_check.h"
+#include "ptbundle/kernels.h"
+
+namespace ptb {
+namespace {
+
+constexpr const char* kCudaBackend = "CudaBackend";
+constexpr uint64_t kMaxLibraryBytes = 4ull << 30;  // read from a .pt2 into memory
+
+constexpr const char* kPtxHint =
+    " (PTX: ExecuTorch's CUDA backend with the compile spec cuda_include_ptx, or AOTInductor with "
+    "aot_inductor.emit_multi_arch_kernel=True)";
+
+struct Library {
+  std::string label;  // "variant 0 (sm_80)", "library"
+  std::optional<VariantTarget> variant;
+  std::vector<KernelImage> images;
+  bool scanned = false;
+};
+
+// One thing the runtime loads as a whole: a CUDA delegate or a package model.
+struct CudaUnit {
+  std::string where;  // "forward delegate 0", "model model"
+  bool multi_variant = false;
+  std::vector<Library> libraries;
+  std::string built_on;  // "sm_90" when the package says
+};
+
+std::string variant_label(size_t index, const CudaVariant& variant) {
+  std::string text = "variant " + std::to_string(index) + " (";
+  text += variant.target_sm ? "sm_" + std::to_string(variant.target_sm) : std::string("no recorded target");
+  if (variant.ptx_compute) text += " + compute_" + std::to_string(variant.ptx_compute) + " PTX";
+  if (variant.fallback_only) text += ", fallback";
+  return text + ")";
+}
+
+std::set<std::string> target_names(const std::vector<KernelImage>& images) {
+  std::set<std::string> names;
+  for (const KernelImage& image : images) names.insert(image.target() + " " + kernel_kind_name(image.kind));
+  return names;
+}
+
+std::string join(const std::set<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out.empty() ? "no GPU code" : out;
+}
+
+std::string holdings(const CudaUnit& unit) {
+  std::string out;
+  for (const Library& library : unit.libraries) {
+    out += (out.empty() ? "" : "; ") + library.label + ": " +
+           (library.scanned ? join(target_names(library.images)) : std::string("unreadable"));
+  }
+  return out;
+}
+
+void scan_library(Library& library, Bytes bytes, const std::string& origin, const std::string& subject,
+                  CheckList& checks) {
+  auto images = scan_kernels(bytes, origin);
+  if (!images.ok()) {
+    checks.fail(checks::kKernelTargets, subject,
+                library.label + ": cannot read its GPU code: " + images.error().message + "; export the part again");
+    return;
+  }
+  library.images = std::move(*images);
+  library.scanned = true;
+}
+
+std::vector<CudaUnit> program_units(const VerifySubject& subject, CheckList& checks) {
+  std::vector<CudaUnit> units;
+  const std::vector<MethodInfo> methods = describe_methods(*subject.pte);
+  for (size_t plan = 0; plan < methods.size(); ++plan) {
+    for (size_t i = 0; i < methods[plan].delegates.size(); ++i) {
+      if (methods[plan].delegates[i].id != kCudaBackend) continue;
+      CudaUnit unit;
+      unit.where = methods[plan].name + " delegate " + std::to_string(i);
+      const std::string subject_name = subject.label + ": " + unit.where;
+      // Problems with the payload and its keys are the integrity checks' to report.
+      auto payload = decode_cuda_payload(subject.pte->delegate_payload(plan, i), methods[plan].name, subject_name);
+      if (!payload.ok()) continue;
+      std::vector<std::pair<Library, std::string>> wanted;
+      if (payload->form == CudaPayloadForm::MultiVariant) {
+        unit.multi_variant = true;
+        std::vector<VariantTarget> targets = variant_targets(payload->variants);
+        for (size_t v = 0; v < payload->variants.size(); ++v) {
+          wanted.push_back({Library{variant_label(v, payload->variants[v]), targets[v], {}, false}, payload->variants[v].so_key});
+        }
+      } else {
+        wanted.push_back({Library{"library", std::nullopt, {}, false}, payload->so_key});
+      }
+      for (auto& [library, key] : wanted) {
+        if (auto bytes = find_named_bytes(*subject.pte, subject.ptd.get(), key)) {
+          scan_library(library, bytes->bytes, bytes->file + ": key '" + key + "'", subject_name, checks);
+        }
+        unit.libraries.push_back(std::move(library));
+      }
+      units.push_back(std::move(unit));
+    }
+  }
+  return units;
+}
+
+std::vector<CudaUnit> package_units(const VerifySubject& subject, CheckList& checks) {
+  std::vector<CudaUnit> units;
+  const Pt2Package& package = *subject.package;
+  for (const Pt2Model& model : package.models()) {
+    CudaUnit unit;
+    unit.where = "model " + model.name;
+    const std::string subject_name = subject.label + ": " + unit.where;
+    if (const std::string* sm = model.metadata_value("AOTI_COMPUTE_CAPABILITY")) unit.built_on = "sm_" + *sm;
+    Library library{"library", std::nullopt, {}, true};
+    std::vector<std::string> entries{model.wrapper_library};
+    entries.insert(entries.end(), model.kernel_binaries.begin(), model.kernel_binaries.end());
+    for (const std::string& entry : entries) {
+      auto bytes = package.read_entry(entry, kMaxLibraryBytes);
+      if (!bytes.ok()) {
+        checks.fail(checks::kKernelTargets, subject_name, bytes.error().message);
+        library.scanned = false;
+        continue;
+      }
+      Library part{"", std::nullopt, {}, false};
+      scan_library(part, Bytes(bytes->data(), bytes->size()), subject.label + ": " + entry, subject_name, checks);
+      if (!part.scanned) library.scanned = false;
+      library.images.insert(library.images.end(), part.images.begin(), part.images.end());
+    }
+    unit.libraries.push_back(std::move(library));
+    units.push_back(std::move(unit));
+  }
+  return units;
+}
+
+void check_recorded_targets(const VerifySubject& subject, const std::vector<CudaUnit>& units, CheckList& checks) {
+  std::set<std::string> found;
+  for (const CudaUnit& unit : units) {
+    for (const Library& library : unit.libraries) {
+      if (!library.scanned) return;  // already failed
+      for (const std::string& name : target_names(library.images)) found.insert(name);
+    }
+  }
+  if (!subject.manifest) {
+    checks.pass(checks::kKernelTargets, subject.label, "the libraries hold " + join(found));
+    return;
+  }
+  if (!subject.manifest->cuda) {
+    checks.fail(checks::kKernelTargets, subject.label,
+                "bundle.json records no CUDA information (\"cuda\": null), but the program has CUDA delegates "
+                "whose libraries hold " + join(found) + "; export the part again");
+    return;
+  }
+  std::set<std::string> recorded;
+  for (const KernelTarget& target : subject.manifest->cuda->kernel_targets) recorded.insert(target.target + " " + target.kind);
+  if (recorded != found) {
+    checks.fail(checks::kKernelTargets, subject.label,
+                "bundle.json records kernel targets " + join(recorded) + "; the libraries hold " + join(found) +
+                    "; export the part again");
+    return;
+  }
+  checks.pass(checks::kKernelTargets, subject.label, "the libraries hold " + join(found) + ", as bundle.json records");
+}
+
+// Returns whether it runs.
+bool judge_unit(const VerifySubject& subject, const CudaUnit& unit, GpuCapability gpu, uint32_t driver_version,
+                CheckList& checks) {
+  const std::string where = subject.label + ", " + unit.where;
+  const std::string built = unit.built_on.empty() ? "" : " (compiled on " + unit.built_on + ")";
+  if (unit.libraries.empty()) {
+    checks.fail(checks::kGpu, where, where + " lists no library; export it again");
+    return false;
+  }
+  const Library* library = &unit.libraries.front();
+  std::string choice_text;
+  if (unit.multi_variant) {
+    std::vector<VariantTarget> targets;
+    for (const Library& l : unit.libraries) targets.push_back(*l.variant);
+    VariantChoice choice = choose_variant(targets, gpu);
+    if (!choice.runs) {
+      checks.fail(checks::kGpu, where,
+                  where + " cannot run on " + gpu.name() + ": " + choice.message + kPtxHint +
+                      "; its libraries hold: " + holdings(unit));
+      return false;
+    }
+    library = &unit.libraries[*choice.index];
+    choice_text = choice.message + "; ";
+  }
+  if (!library->scanned) {
+    checks.skip(checks::kGpu, where, "its GPU code could not be read (see kernel_targets)");
+    return false;
+  }
+  KernelVerdict verdict = judge_kernels(library->images, gpu, driver_version);
+  if (!verdict.runs) {
+    checks.fail(checks::kGpu, where,
+                where + built + " cannot run on " + gpu.name() + ": " + choice_text + (unit.multi_variant ? "its library " : "") +
+                    verdict.message + kPtxHint);
+    return false;
+  }
+  checks.pass(checks::kGpu, where, choice_text + (unit.multi_variant ? "its library " : "") + verdict.message + built);
+  return true;
+}
+
+}  // namespace
+
+std::vector<GpuCapability> check_gpu(const VerifySubject& subject, const GpuTarget& gpu, CheckList& checks) {
+  std::vector<CudaUnit> units =
+      subject.kind == SubjectKind::Package ? package_units(subject, checks) : program_units(subject, checks);
+  if (units.empty()) {
+    checks.skip(checks::kGpu, subject.label, "no CudaBackend delegate: nothing in it runs on a GPU");
+    return gpu.capabilities;
+  }
+  check_recorded_targets(subject, units, checks);
+  if (gpu.capabilities.empty()) {
+    for (const CudaUnit& unit : units) checks.skip(checks::kGpu, subject.label + ", " + unit.where, gpu.skip_reason);
+    return {};
+  }
+  std::vector<GpuCapability> runs_on;
+  for (GpuCapability capability : gpu.capabilities) {
+    bool runs = true;
+    for (const CudaUnit& unit : units) runs = judge_unit(subject, unit, capability, gpu.driver_version, checks) && runs;
+    if (runs) runs_on.push_back(capability);
+  }
+  return runs_on;
+}
+
+}  // namespace ptb

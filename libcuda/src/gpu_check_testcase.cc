@@ -1,0 +1,253 @@
+// Reproducing recorded test cases: a bundle part's testcases/<part>.ptd and
+// a BundledProgram's test suites, run through the LibTorch runner on a GPU of
+// this machine and compared with tolerance.h's rule. Where that cannot
+// happen (runner not built, no GPU, the part does not run on it) the check
+// is skipped with the reason, never passed.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "ptbundle/gpu_check.h"
+#include "ptbundle/run_part.h"
+#include "ptbundle/runner.h"
+#include "ptbundle/tolerance.h"
+
+namespace ptb {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<uint64_t> shape_of(const std::vector<int32_t>& sizes) {
+  std::vector<uint64_t> shape;
+  for (int32_t size : sizes) shape.push_back(static_cast<uint64_t>(size));
+  return shape;
+}
+
+std::vector<uint64_t> shape_of(const std::vector<int64_t>& sizes) {
+  std::vector<uint64_t> shape;
+  for (int64_t size : sizes) shape.push_back(static_cast<uint64_t>(size));
+  return shape;
+}
+
+// Runs `inputs` and compares with `expected`; the verdict names the part.
+void run_and_compare(const std::string& subject, const std::string& part_name, const RunPart& part, int device,
+                     const std::vector<HostTensor>& inputs, const std::vector<TensorBytes>& expected,
+                     const std::optional<Tolerance>& recorded, CheckList& checks) {
+  LoadRequest request;
+  request.label = "part " + part_name;
+  request.library = part.library;
+  request.library_origin = part.source + ": " + part.library_key;
+  request.weights = &part.weights;
+  request.device = device;
+  request.library_checks_inputs = !part.inputs.has_value();
+  auto model = AotiModel::load(request);
+  if (!model.ok()) {
+    checks.fail(checks::kTestcase, subject, model.error().message);
+    return;
+  }
+  auto outputs = model->run(inputs);
+  if (!outputs.ok()) {
+    checks.fail(checks::kTestcase, subject, outputs.error().message);
+    return;
+  }
+  std::vector<OutputComparison> comparisons;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    OutputComparison comparison;
+    comparison.name = "output " + std::to_string(i);
+    comparison.tolerance = recorded ? *recorded : default_tolerance(expected[i].scalar_type);
+    if (i >= outputs->size()) {
+      comparison.problem = "the method returned " + std::to_string(outputs->size()) + " output(s)";
+    } else {
+      auto stats = compare_tensors((*outputs)[i].view(), expected[i], comparison.tolerance);
+      if (stats.ok()) comparison.stats = *stats;
+      else comparison.problem = stats.error().message;
+    }
+    comparisons.push_back(std::move(comparison));
+  }
+  const std::string verdict = test_case_verdict(part_name, comparisons);
+  bool passed = std::all_of(comparisons.begin(), comparisons.end(), [](const OutputComparison& c) { return c.passed(); });
+  if (passed) checks.pass(checks::kTestcase, subject, verdict + " on GPU " + std::to_string(device));
+  else checks.fail(checks::kTestcase, subject, verdict);
+}
+
+void reproduce_bundle_part(const VerifySubject& subject, GpuCapability gpu, int device, uint32_t driver_version,
+                           CheckList& checks) {
+  RunPartOptions options;
+  options.part = subject.part_name;
+  options.method = subject.testcase_method;
+  options.gpu = gpu;
+  options.driver_version = driver_version;
+  auto part = open_run_part(*subject.bundle_dir, options);
+  if (!part.ok()) {
+    checks.fail(checks::kTestcase, subject.label, part.error().message);
+    return;
+  }
+  const PtdFile& file = *subject.testcase;
+  std::vector<HostTensor> inputs;
+  std::vector<TensorBytes> expected;
+  // The test-case file passed its checks: every key is there with a layout.
+  for (uint32_t i = 0; i < subject.manifest->testcase->inputs; ++i) {
+    const PtdEntry& entry = *file.find(testcase_key(subject.testcase_method, false, i));
+    Bytes bytes = file.bytes(entry);
+    inputs.push_back({entry.layout->scalar_type, shape_of(entry.layout->sizes), {bytes.begin(), bytes.end()}});
+  }
+  for (uint32_t i = 0; i < subject.manifest->testcase->outputs; ++i) {
+    const PtdEntry& entry = *file.find(testcase_key(subject.testcase_method, true, i));
+    expected.push_back({entry.layout->scalar_type, shape_of(entry.layout->sizes), file.bytes(entry)});
+  }
+  Tolerance tolerance{subject.manifest->testcase->atol, subject.manifest->testcase->rtol};
+  run_and_compare(subject.label, subject.part_name, *part, device, inputs, expected, tolerance, checks);
+}
+
+// A private folder removed with everything in it when this goes.
+class ScratchFolder {
+ public:
+  ScratchFolder() {
+    std::string pattern = (fs::temp_directory_path() / "ptbundle-verify-XXXXXX").string();
+    if (::mkdtemp(pattern.data())) path_ = pattern;  // mode 0700
+  }
+  ~ScratchFolder() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The runner opens programs from files: the program inside the .bpte is
+// written to a private folder, its data file linked beside it, and both go
+// once they are mapped.
+void reproduce_bundled_program(const VerifySubject& subject, GpuCapability gpu, int device, uint32_t driver_version,
+                               CheckList& checks) {
+  size_t cases = 0;
+  for (const BundledTestSuite& suite : subject.bpte->test_suites()) {
+    for (size_t c = 0; c < suite.test_cases.size(); ++c, ++cases) {
+      const std::string where = subject.label + ": " + suite.method_name + " test case " + std::to_string(c);
+      const BundledTestCase& test = suite.test_cases[c];
+      std::vector<HostTensor> inputs;
+      std::vector<TensorBytes> expected;
+      std::string unsupported;
+      for (size_t i = 0; i < test.inputs.size() && unsupported.empty(); ++i) {
+        const BundledValue& value = test.inputs[i];
+        if (!value.tensor) unsupported = "input " + std::to_string(i) + " is a " + value.kind;
+        else inputs.push_back({value.tensor->scalar_type, shape_of(value.tensor->sizes), {value.tensor->data.begin(), value.tensor->data.end()}});
+      }
+      for (size_t i = 0; i < test.expected_outputs.size() && unsupported.empty(); ++i) {
+        const BundledValue& value = test.expected_outputs[i];
+        if (!value.tensor) unsupported = "expected output " + std::to_string(i) + " is a " + value.kind;
+        else expected.push_back({value.tensor->scalar_type, shape_of(value.tensor->sizes), value.tensor->data});
+      }
+      if (!unsupported.empty()) {
+        checks.skip(checks::kTestcase, where, unsupported + "; ptbundle runs tensors only");
+        continue;
+      }
+      ScratchFolder scratch;
+      if (scratch.path().empty()) {
+        checks.fail(checks::kTestcase, where, "cannot create a private temporary folder");
+        continue;
+      }
+      const fs::path program = fs::path(scratch.path()) / (subject.part_name + ".pte");
+      auto written = write_file_atomically(program.string(), subject.pte->bytes());
+      if (!written.ok()) {
+        checks.fail(checks::kTestcase, where, written.error().message);
+        continue;
+      }
+      std::error_code ec;
+      if (subject.ptd) fs::create_symlink(fs::absolute(subject.ptd->path(), ec), fs::path(scratch.path()) / (subject.part_name + ".ptd"), ec);
+      RunPartOptions options;
+      options.part = subject.part_name;
+      options.method = suite.method_name;
+      options.gpu = gpu;
+      options.driver_version = driver_version;
+      auto part = open_run_part(program.string(), options);
+      if (!part.ok()) {
+        checks.fail(checks::kTestcase, where, part.error().message);
+        continue;
+      }
+      run_and_compare(where, subject.part_name, *part, device, inputs, expected, std::nullopt, checks);
+    }
+  }
+  if (cases == 0) checks.skip(checks::kTestcase, subject.label, "the BundledProgram holds no test case");
+}
+
+bool has_cuda_delegate(const VerifySubject& subject) {
+  if (subject.kind == SubjectKind::Package) return true;
+  for (const MethodInfo& method : describe_methods(*subject.pte)) {
+    for (const DelegateInfo& delegate : method.delegates) {
+      if (delegate.id == "CudaBackend") return true;
+    }
+  }
+  return false;
+}
+
+bool has_test_case(const VerifySubject& subject) {
+  if (subject.kind == SubjectKind::BundledProgram) return true;
+  return subject.testcase != nullptr;
+}
+
+std::string no_test_case_reason(const VerifySubject& subject) {
+  if (subject.manifest && subject.manifest->testcase) return "its test-case file failed its checks (see testcase_file)";
+  if (subject.manifest) return "the part records no test case; export it with --example to add one";
+  if (subject.kind == SubjectKind::Package) return "a .pt2 package records no test case; export it with --example to add one";
+  return "a lone .pte records no test case; export it into a bundle with --example to add one";
+}
+
+}  // namespace
+
+void check_testcases(const VerifySubject& subject, const GpuTarget& gpu, const std::vector<GpuCapability>& runs_on,
+                     CheckList& checks) {
+  if (!has_test_case(subject)) {
+    checks.skip(checks::kTestcase, subject.label, no_test_case_reason(subject));
+    return;
+  }
+  if (!has_cuda_delegate(subject)) {
+    checks.skip(checks::kTestcase, subject.label,
+                "not reproduced: ptbundle runs CUDA (AOTInductor) programs only, and this one has no CudaBackend delegate");
+    return;
+  }
+  if (!kRunnerBuilt) {
+    checks.skip(checks::kTestcase, subject.label, "not reproduced: " + runner_unavailable_reason());
+    return;
+  }
+  if (gpu.mode == GpuMode::None) {
+    checks.skip(checks::kTestcase, subject.label, "not reproduced: --gpu none");
+    return;
+  }
+  if (gpu.local_gpus.empty()) {
+    checks.skip(checks::kTestcase, subject.label, "not reproduced: no CUDA GPU: " + gpu.local_reason);
+    return;
+  }
+  // The first GPU here that was judged (every one with --gpu auto; with
+  // --gpu sm_XY, one of that capability).
+  const GpuInfo* device = nullptr;
+  for (const GpuInfo& local : gpu.local_gpus) {
+    if (std::find(gpu.capabilities.begin(), gpu.capabilities.end(), local.capability) != gpu.capabilities.end()) {
+      device = &local;
+      break;
+    }
+  }
+  if (!device) {
+    checks.skip(checks::kTestcase, subject.label,
+                "not reproduced: test cases run on a GPU of this machine, and none is " + gpu.capabilities.front().name() +
+                    " (this machine has " + gpu.local_gpus.front().name + ", " + gpu.local_gpus.front().capability.name() + ")");
+    return;
+  }
+  if (std::find(runs_on.begin(), runs_on.end(), device->capability) == runs_on.end()) {
+    checks.skip(checks::kTestcase, subject.label,
+                "not reproduced: it cannot run on " + device->capability.name() + " (see the gpu check)");
+    return;
+  }
+  if (subject.kind == SubjectKind::BundledProgram) {
+    reproduce_bundled_program(subject, device->capability, device->index, gpu.driver_version, checks);
+  } else {
+    reproduce_bundle_part(subject, device->capability, device->index, gpu.driver_version, checks);
+  }
+}
+
+}  // namespace ptb
