@@ -1,52 +1,34 @@
-// Hashing a range of a mapped file without keeping it resident: the pages of
-// each slice are released (MADV_DONTNEED; the mapping is read-only, so they
-// are simply re-read from the file if touched again) once hashed.
-#include <sys/mman.h>
+// Hashing a range of a mapped file without making it resident. The bytes are
+// read with pread into one small buffer rather than through the mapping:
+// faulting a mapping in page by page (and dropping the pages again) costs
+// more than the copy, measured at 1.33 against 1.48 GB/s per CPU second on a
+// cached file and 1.0 against 1.4 GB/s on a sparse one (bench_inspect).
 #include <unistd.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "ptbundle/inspect.h"
 #include "ptbundle/sha256.h"
 
 namespace ptb {
-namespace {
-
-constexpr uint64_t kSlice = 8 << 20;
-
-uint64_t page_size() {
-  static const uint64_t size = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  return size;
-}
-
-// Releases the whole pages inside [begin, end) of the mapping at `base`.
-void release_pages(const uint8_t* base, uint64_t begin, uint64_t end) {
-  uint64_t page = page_size();
-  uint64_t first = (begin + page - 1) / page * page;
-  uint64_t last = end / page * page;
-  if (last > first) {
-    ::madvise(const_cast<uint8_t*>(base) + first, static_cast<size_t>(last - first), MADV_DONTNEED);
-  }
-}
-
-}  // namespace
 
 std::string sha256_mapped_range(const MappedFile& file, uint64_t offset, uint64_t size) {
-  Bytes all = file.bytes();
+  constexpr uint64_t kSlice = 1 << 20;
   Sha256 hasher;
-  if (size >= kSlice) {
-    uint64_t page = page_size();
-    uint64_t first = offset / page * page;
-    ::madvise(const_cast<uint8_t*>(all.data()) + first, static_cast<size_t>(offset + size - first), MADV_SEQUENTIAL);
+  std::vector<uint8_t> buffer(static_cast<size_t>(std::min(kSlice, size)));
+  uint64_t done = 0;
+  while (done < size) {
+    size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), size - done));
+    ssize_t got = ::pread(file.fd(), buffer.data(), want, static_cast<off_t>(offset + done));
+    if (got <= 0) break;
+    hasher.update(Bytes(buffer.data(), static_cast<size_t>(got)));
+    done += static_cast<uint64_t>(got);
   }
-  for (uint64_t done = 0; done < size;) {
-    uint64_t n = std::min(kSlice, size - done);
-    hasher.update(all.subspan(static_cast<size_t>(offset + done), static_cast<size_t>(n)));
-    // Small blobs are not worth a system call, and their pages may be shared
-    // with the flatbuffer the caller is still reading.
-    if (size >= kSlice) release_pages(all.data(), offset + done, offset + done + n);
-    done += n;
-  }
+  // A read the kernel refused (EINTR aside, never on a regular file that is
+  // not being truncated) is finished through the mapping, which the caller
+  // checked covers the range.
+  if (done < size) hasher.update(file.bytes().subspan(static_cast<size_t>(offset + done), static_cast<size_t>(size - done)));
   return to_hex(hasher.finish());
 }
 

@@ -3,8 +3,8 @@
 // It is built here, not in the CLI, so that benchmarks and other commands can
 // call it; the CLI prints it as JSON or renders the same object as text.
 //
-// Blob bytes are only read for --sha256 (streamed from the mapping, pages
-// dropped behind the cursor) and by the kernel scanner the caller may pass.
+// Blob bytes are only read for --sha256 (streamed through a small buffer)
+// and by the kernel scanner the caller may pass.
 #pragma once
 
 #include <functional>
@@ -40,9 +40,9 @@ Result<InspectJson> inspect_path(const std::string& path, const InspectOptions& 
 // alignment a loader can rely on when it maps the file.
 uint64_t offset_alignment(uint64_t file_offset);
 
-// SHA-256 (hex) of [offset, offset + size) of `file`, read through the
-// mapping in slices whose pages are dropped once hashed, so that hashing a
-// 4 GiB blob does not keep 4 GiB resident. The range must lie in the file.
+// SHA-256 (hex) of [offset, offset + size) of `file`, streamed in 1 MiB
+// slices through one buffer, so that hashing a 4 GiB blob keeps nothing of it
+// resident. The range must lie in the file.
 std::string sha256_mapped_range(const MappedFile& file, uint64_t offset, uint64_t size);
 
 }  // namespace ptb
