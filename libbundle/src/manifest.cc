@@ -128,6 +128,7 @@ Json part_json(const ManifestPart& part) {
   Json files = Json::array();
   for (const auto& file : part.files) {
     files.push_back({{"role", file_role_name(file.role)}, {"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});
+    if (file.target) files.back()["target"] = *file.target;
   }
   out["files"] = files;
   out["data_name"] = optional_json(part.data_name);
@@ -260,7 +261,7 @@ Result<CudaInfo> read_cuda(const JsonReader& r, const Json& json, const std::str
 
 Result<ManifestFile> read_file_entry(const JsonReader& r, const Json& json, const std::string& path,
                                      const std::string& part_name) {
-  PTB_CHECK(r.expect_object(json, path, {"role", "path", "size", "sha256"}));
+  PTB_CHECK(r.expect_object(json, path, {"role", "path", "size", "sha256", "target"}));
   ManifestFile file;
   PTB_TRY(auto role, r.string(json, path, "role"));
   if (role == "program") file.role = FileRole::Program;
@@ -268,7 +269,13 @@ Result<ManifestFile> read_file_entry(const JsonReader& r, const Json& json, cons
   else if (role == "testcase") file.role = FileRole::Testcase;
   else return r.error(path + ".role", "is \"" + role + "\"; expected \"program\", \"data\" or \"testcase\"");
   PTB_TRY(file.path, r.string(json, path, "path"));
-  std::string expected = part_file_path(part_name, file.role);
+  if (json.contains("target")) {
+    PTB_TRY(file.target, r.string(json, path, "target"));
+    if (file.role != FileRole::Program || !is_gpu_target_name(*file.target))
+      return r.error(path + ".target", "is \"" + *file.target + "\"; expected a GPU target such as \"sm_90\" on a program file");
+  }
+  std::string expected =
+      file.target ? part_target_program_path(part_name, *file.target) : part_file_path(part_name, file.role);
   if (file.path != expected) {
     return r.error(path + ".path", "is \"" + file.path + "\"; expected \"" + expected +
                                        "\" (a part's files are named after the part, inside the bundle folder)");
@@ -298,10 +305,21 @@ Result<ManifestPart> read_part(const JsonReader& r, const Json& json, const std:
 
   PTB_TRY(const Json* files, r.array(json, path, "files"));
   std::set<FileRole> roles;
+  std::set<std::string> targets;  // programs kept per GPU target
+  bool untargeted_program = false;
   for (size_t i = 0; i < files->size(); ++i) {
     std::string at = path + ".files[" + std::to_string(i) + "]";
     PTB_TRY(auto file, read_file_entry(r, (*files)[i], at, part.name));
-    if (!roles.insert(file.role).second) return r.error(at, std::string("is a second ") + file_role_name(file.role) + " file");
+    if (file.role == FileRole::Program) {
+      bool clash = file.target ? untargeted_program || !targets.insert(*file.target).second : roles.count(FileRole::Program) > 0;
+      if (clash)
+        return r.error(at, "is a second program file" + (file.target ? " for " + *file.target : std::string()) +
+                               "; expected one program, or one per GPU target");
+      untargeted_program = untargeted_program || !file.target;
+      roles.insert(file.role);
+    } else if (!roles.insert(file.role).second) {
+      return r.error(at, std::string("is a second ") + file_role_name(file.role) + " file");
+    }
     part.files.push_back(std::move(file));
   }
   if (!roles.count(FileRole::Program)) return r.error(path + ".files", "has no program file; expected \"" + part.name + ".pte\"");
@@ -377,6 +395,22 @@ std::string part_file_path(std::string_view part_name, FileRole role) {
     case FileRole::Testcase: return std::string(kTestcaseFolder) + "/" + name + ".ptd";
   }
   return name + ".pte";
+}
+
+std::string part_target_program_path(std::string_view part_name, std::string_view target) {
+  return std::string(target) + "/" + std::string(part_name) + ".pte";
+}
+
+bool is_gpu_target_name(std::string_view target) {
+  std::string_view digits;
+  if (target.substr(0, 3) == "sm_") {
+    digits = target.substr(3);
+    if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f')) digits.remove_suffix(1);
+  } else if (target.substr(0, 8) == "compute_") {
+    digits = target.substr(8);
+  }
+  return !digits.empty() && digits.size() <= 4 &&
+         std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 std::string testcase_key(std::string_view method, bool output, size_t index) {

@@ -36,10 +36,22 @@ std::string testcase_key(std::string_view method, bool output, size_t index);
 
 struct ManifestFile {
   FileRole role = FileRole::Program;
-  std::string path;  // part_file_path(name, role)
+  std::string path;  // part_file_path(name, role), or part_target_program_path(name, *target)
   uint64_t size = 0;
   std::string sha256;  // 64 lowercase hex digits
+  // Program files only: set when the part keeps one program per GPU target
+  // (`merge` of bundles in ExecuTorch's older single-blob CUDA layout, whose
+  // programs cannot hold several variants); the programs then share the
+  // part's data file. "sm_90", or "compute_75" for a PTX-only program.
+  std::optional<std::string> target{};
 };
+
+// "<target>/<name>.pte": the program of a part for one GPU target. A folder
+// per target, because a part name may contain '.' and "<name>.<target>.pte"
+// could be another part's program.
+std::string part_target_program_path(std::string_view part_name, std::string_view target);
+// "sm_<digits>" with an optional "a" or "f", or "compute_<digits>".
+bool is_gpu_target_name(std::string_view target);
 
 struct ManifestValue {
   std::string kind;   // "tensor", or the value kind from describe_methods ("int", "none", ...)
