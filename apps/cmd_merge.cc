@@ -2,6 +2,7 @@
 //   ptbundle merge -o OUT.pte [--output-data OUT.ptd] IN.pte[,IN.ptd]... [--fallback F.pte[,F.ptd]] [--json]
 //   ptbundle merge -o OUT_DIR BUNDLE...
 // Parsing and printing only; the rules live in libbundle (merge.h).
+// Inputs that are folders are bundles; inputs that are files are programs.
 #include <filesystem>
 #include <iostream>
 
@@ -32,6 +33,8 @@ MergeSource parse_source(const std::string& text) {
   return {text, ""};
 }
 
+Json provenance_json(const std::vector<VariantOrigin>& origins);
+
 void print_table(const MergeResult& result) {
   std::vector<std::array<std::string, 4>> rows = {{"delegate", "kind", "target", "source"}};
   for (const VariantOrigin& origin : result.provenance) {
@@ -57,25 +60,11 @@ Json result_json(const MergeResult& result) {
   for (const CudaVariant& v : result.variants) {
     variants.push_back({{"target_sm", v.target_sm}, {"ptx_compute", v.ptx_compute}, {"fallback_only", v.fallback_only}});
   }
-  Json provenance = Json::array();
-  for (const VariantOrigin& origin : result.provenance) {
-    provenance.push_back({{"delegate", origin.delegate()},
-                          {"method", origin.method},
-                          {"delegate_index", origin.delegate_index},
-                          {"kind", variant_kind_name(origin.kind)},
-                          {"target", origin.target()},
-                          {"target_sm", origin.target_sm},
-                          {"ptx_compute", origin.ptx_compute},
-                          {"library_key", origin.so_key},
-                          {"library_size", origin.so_size},
-                          {"source", origin.source_pte},
-                          {"from_fallback_option", origin.from_fallback_option}});
-  }
   Json outputs = {{"pte", result.output_pte}};
   outputs["ptd"] = result.output_ptd.empty() ? Json(nullptr) : Json(result.output_ptd);
   return {{"outputs", outputs},
           {"variants", variants},
-          {"provenance", provenance},
+          {"provenance", provenance_json(result.provenance)},
           {"weights", {{"count", result.weight_count}, {"bytes", result.weight_bytes}}},
           {"compared_bytes", result.compared_bytes}};
 }
@@ -100,24 +89,107 @@ int run_file_merge(const MergeOptions& options) {
   return 0;
 }
 
+void print_bundle_table(const BundleMergeResult& result) {
+  std::vector<std::array<std::string, 6>> rows = {{"part", "layout", "delegate", "kind", "target", "source"}};
+  for (const MergedPart& part : result.parts) {
+    if (part.provenance.empty()) rows.push_back({part.name, part_merge_layout_name(part.layout), "-", "-", "-", "-"});
+    for (const VariantOrigin& origin : part.provenance) {
+      rows.push_back({part.name, part_merge_layout_name(part.layout), origin.delegate(), variant_kind_name(origin.kind),
+                      origin.target(), origin.source_pte});
+    }
+  }
+  std::array<size_t, 6> width{};
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+    }
+    std::cout << line << '\n';
+  }
+}
+
+Json provenance_json(const std::vector<VariantOrigin>& origins) {
+  Json out = Json::array();
+  for (const VariantOrigin& origin : origins) {
+    out.push_back({{"delegate", origin.delegate()},
+                   {"method", origin.method},
+                   {"delegate_index", origin.delegate_index},
+                   {"kind", variant_kind_name(origin.kind)},
+                   {"target", origin.target()},
+                   {"target_sm", origin.target_sm},
+                   {"ptx_compute", origin.ptx_compute},
+                   {"library_key", origin.so_key},
+                   {"library_size", origin.so_size},
+                   {"source", origin.source_pte},
+                   {"from_fallback_option", origin.from_fallback_option}});
+  }
+  return out;
+}
+
+int run_bundle_merge(const MergeOptions& options) {
+  if (!options.output_data.empty() || !options.fallback.empty()) {
+    return report(usage_error("merge: --output-data and --fallback are for merging .pte files, not bundle folders"));
+  }
+  BundleMergeRequest request;
+  request.bundles = options.inputs;
+  request.output_dir = options.output;
+  request.scan_library = merge_library_scan();
+  request.threads = options.threads;
+  request.tool_version = PTB_VERSION;
+  auto result = merge_bundles(request);
+  if (!result) return report(result.error());
+  if (options.json) {
+    Json parts = Json::array();
+    for (const MergedPart& part : result->parts) {
+      parts.push_back({{"name", part.name},
+                       {"layout", part_merge_layout_name(part.layout)},
+                       {"provenance", provenance_json(part.provenance)}});
+    }
+    print_json({{"output_dir", result->output_dir}, {"parts", parts}, {"manifest", manifest_to_json(result->manifest)}});
+  } else {
+    print_bundle_table(*result);
+    std::fprintf(stderr, "ptbundle: wrote the bundle %s (%zu parts)\n", result->output_dir.c_str(), result->parts.size());
+  }
+  return 0;
+}
+
+// Bundle folders or .pte files; a mixture is a mistake worth naming.
+int run_merge(const MergeOptions& options) {
+  size_t folders = 0;
+  for (const std::string& input : options.inputs) {
+    std::error_code ec;
+    folders += std::filesystem::is_directory(input, ec) ? 1 : 0;
+  }
+  if (folders == 0) return run_file_merge(options);
+  if (folders == options.inputs.size()) return run_bundle_merge(options);
+  return report(usage_error("merge: " + std::to_string(folders) + " of " + std::to_string(options.inputs.size()) +
+                            " inputs are folders; expected bundle folders only, or .pte files only"));
+}
+
 }  // namespace
 
 Action add_merge(CLI::App& root) {
   auto options = std::make_shared<MergeOptions>();
   CLI::App* command = root.add_subcommand(
       "merge",
-      "Merge exports of one program built for different GPUs into one program that carries every variant.\n"
+      "Merge exports of one program built for different GPUs into one program that carries every variant,\n"
+      "or bundles of the same parts exported on different GPUs into one bundle (-o OUT_DIR BUNDLE...).\n"
       "The inputs must be the same program with identical weights; see ptbundle-merge(1).");
-  command->add_option("-o,--output", options->output, "Output .pte")->required();
+  command->add_option("-o,--output", options->output, "Output .pte, or output bundle folder")->required();
   command->add_option("--output-data", options->output_data,
                       "Output .ptd: one copy of the weights (required when the inputs have data files)");
-  command->add_option("inputs", options->inputs, "IN.pte[,IN.ptd]: exports, each contributing its native variants")
+  command->add_option("inputs", options->inputs,
+                      "IN.pte[,IN.ptd]: exports, each contributing its native variants; or bundle folders")
       ->required();
   command->add_option("--fallback", options->fallback,
                       "F.pte[,F.ptd]: an export with exactly one PTX-capable variant, added as the runtime fallback");
   command->add_flag("--json", options->json, "Print the result as one JSON document");
   command->add_option("--threads", options->threads, "Threads comparing weights (default: one per core, at most 4)");
-  return [options] { return run_file_merge(*options); };
+  return [options] { return run_merge(*options); };
 }
 
 }  // namespace ptb::app

@@ -11,6 +11,8 @@
 
 #include "fixture_dump.h"
 #include "ptbundle/cuda_payload.h"
+#include "ptbundle/export.h"
+#include "ptbundle/manifest.h"
 #include "ptbundle/merge.h"
 #include "ptbundle/merge_scan.h"
 #include "ptbundle/ptd.h"
@@ -578,4 +580,161 @@ TEST_CASE("merge: the CLI prints the provenance table or JSON, and refuses with 
   auto usage = ptb::test::run_cli("merge -o " + ptb::test::quote(empty / "m.pte") + " " + input("sm80") + " " + input("sm90"));
   CHECK(usage.exit_code == 2);
   CHECK(folder_empty(empty));
+}
+
+// ---- Bundle-level merge ------------------------------------------------------------
+
+namespace {
+
+// A bundle at `dir` with one part `name` exported from `source` by `export`.
+void export_bundle(const fs::path& dir, const std::string& name, const MergeSource& source) {
+  ExportOptions options;
+  options.output_dir = dir.string();
+  PartRequest part;
+  part.name = name;
+  part.program = source.pte_path;
+  if (!source.ptd_path.empty()) part.data_file = source.ptd_path;
+  options.parts.push_back(part);
+  options.tool_version = "test";
+  auto exported = export_parts(options);
+  REQUIRE_MESSAGE(exported.ok(), error_of(exported));
+}
+
+BundleMergeRequest bundle_request(std::vector<fs::path> bundles, const fs::path& output) {
+  BundleMergeRequest request;
+  for (const auto& bundle : bundles) request.bundles.push_back(bundle.string());
+  request.output_dir = output.string();
+  request.scan_library = merge_library_scan();
+  request.tool_version = "test";
+  return request;
+}
+
+bool nothing_beside(const fs::path& dir, const std::vector<std::string>& expected) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> sorted = expected;
+  std::sort(sorted.begin(), sorted.end());
+  return names == sorted;
+}
+
+}  // namespace
+
+TEST_CASE("merge bundles: CUDA parts with multi-variant payloads become one program, the PTX-only bundle its fallback") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir work;
+  for (const char* folder : {"sm80", "ptx_fallback", "sm90"}) export_bundle(work / folder, "encoder", source_of(folder));
+  auto result = merge_bundles(bundle_request({work / "sm80", work / "ptx_fallback", work / "sm90"}, work / "merged"));
+  REQUIRE_MESSAGE(result.ok(), error_of(result));
+  REQUIRE(result->parts.size() == 1);
+  CHECK(result->parts[0].layout == PartMergeLayout::MultiVariant);
+  REQUIRE(result->parts[0].provenance.size() == 3);
+  CHECK(result->parts[0].provenance[2].kind == VariantKind::PtxFallback);
+
+  // The manifest reads back through the validating reader, and says what the files hold.
+  auto manifest = read_manifest((work / "merged").string());
+  REQUIRE_MESSAGE(manifest.ok(), error_of(manifest));
+  const ManifestPart& part = manifest->parts.at(0);
+  CHECK(part.source.kind == "merge");
+  CHECK(part.source.files == std::vector<std::string>{"sm80", "ptx_fallback", "sm90"});
+  for (const ManifestFile& file : part.files) {
+    CHECK(file.sha256 == ptb::test::sha256_hex(Bytes(read_bytes(work / "merged" / file.path).data(), file.size)));
+  }
+  REQUIRE(part.cuda.has_value());
+  std::vector<std::string> targets;
+  for (const KernelTarget& target : part.cuda->kernel_targets) targets.push_back(target.target + ":" + target.kind);
+  CHECK(targets == std::vector<std::string>{"compute_75:ptx", "sm_80:cubin", "sm_90:cubin"});
+
+  auto merged = PteFile::open((work / "merged" / "encoder.pte").string());
+  REQUIRE(merged.ok());
+  CudaView view = cuda_view(*merged);
+  REQUIRE(view.payload.variants.size() == 3);
+  CHECK(view.payload.variants[0].target_sm == 80);
+  CHECK(view.payload.variants[1].target_sm == 90);
+  CHECK(view.payload.variants[2].fallback_only);
+  // export gave the part its data name; the merge keeps it.
+  CHECK(std::find(view.spec_keys.begin(), view.spec_keys.end(), "data_name") != view.spec_keys.end());
+  CHECK(read_bytes(work / "merged" / "encoder.ptd") == read_bytes(source_of("sm80").ptd_path));
+}
+
+TEST_CASE("merge bundles: single-blob parts keep one program per GPU target and share one data file") {
+  PTB_REQUIRE_FIXTURES();
+  Maker maker;
+  auto weights = maker.weights("blob.bin", 64 << 10);
+  auto single = [&](const char* name, const std::vector<uint8_t>& library, const MappedFile* file) {
+    ExportSpec spec = spec_with({{0, 0, false, library}}, {{"blob", file, 0, 64 << 10}});
+    spec.single_blob = true;
+    return maker.make(name, spec);
+  };
+  TempDir work;
+  export_bundle(work / "a", "head", single("a", maker.so_sm90, weights.get()));
+  export_bundle(work / "b", "head", single("b", maker.so_sm80, weights.get()));
+  export_bundle(work / "c", "head", single("c", maker.so_sm120, weights.get()));
+
+  auto result = merge_bundles(bundle_request({work / "a", work / "b"}, work / "ab"));
+  REQUIRE_MESSAGE(result.ok(), error_of(result));
+  REQUIRE(result->parts.size() == 1);
+  CHECK(result->parts[0].layout == PartMergeLayout::PerTarget);
+  REQUIRE(result->parts[0].provenance.size() == 2);
+  CHECK(result->parts[0].provenance[0].target() == "sm80");
+  CHECK(result->parts[0].provenance[1].target() == "sm90");
+  CHECK(fs::exists(work / "ab" / "sm_80" / "head.pte"));
+  CHECK(read_bytes(work / "ab" / "sm_80" / "head.pte") == read_bytes(work / "b" / "head.pte"));
+  CHECK(read_bytes(work / "ab" / "sm_90" / "head.pte") == read_bytes(work / "a" / "head.pte"));
+  CHECK(read_bytes(work / "ab" / "head.ptd") == read_bytes(work / "a" / "head.ptd"));
+  CHECK_FALSE(fs::exists(work / "ab" / "head.pte"));
+
+  auto manifest = read_manifest((work / "ab").string());
+  REQUIRE_MESSAGE(manifest.ok(), error_of(manifest));
+  std::vector<std::string> programs;
+  for (const ManifestFile& file : manifest->parts.at(0).files) {
+    if (file.role == FileRole::Program) programs.push_back(file.target.value_or("none") + "=" + file.path);
+  }
+  CHECK(programs == std::vector<std::string>{"sm_80=sm_80/head.pte", "sm_90=sm_90/head.pte"});
+
+  // A merged bundle merges again: its programs keep the targets its manifest lists.
+  auto again = merge_bundles(bundle_request({work / "ab", work / "c"}, work / "abc"));
+  REQUIRE_MESSAGE(again.ok(), error_of(again));
+  CHECK(fs::exists(work / "abc" / "sm_120" / "head.pte"));
+  CHECK(fs::exists(work / "abc" / "sm_80" / "head.pte"));
+
+  // The same target twice, or other weights, is refused, and nothing is left behind.
+  auto twice = merge_bundles(bundle_request({work / "ab", work / "b"}, work / "twice"));
+  REQUIRE_FALSE(twice.ok());
+  CHECK_MESSAGE(twice.error().message.find("both programs for sm_80") != std::string::npos, twice.error().message);
+  auto other_weights = maker.weights("other.bin", 64 << 10, 100);
+  export_bundle(work / "d", "head", single("d", maker.so_sm120, other_weights.get()));
+  auto different = merge_bundles(bundle_request({work / "a", work / "d"}, work / "ad"));
+  REQUIRE_FALSE(different.ok());
+  CHECK_MESSAGE(different.error().message.find("different weights") != std::string::npos, different.error().message);
+  CHECK(nothing_beside(work.path(), {"a", "b", "c", "d", "ab", "abc"}));
+}
+
+TEST_CASE("merge bundles: other parts, an existing output or a lone bundle are refused") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir work;
+  export_bundle(work / "a", "encoder", source_of("sm80"));
+  export_bundle(work / "b", "decoder", source_of("sm90"));
+  auto parts = merge_bundles(bundle_request({work / "a", work / "b"}, work / "m"));
+  REQUIRE_FALSE(parts.ok());
+  CHECK(parts.error().message.find("hold different parts: 'encoder' only in") != std::string::npos);
+
+  fs::create_directories(work / "full");
+  std::ofstream(work / "full" / "x") << "x";
+  auto occupied = merge_bundles(bundle_request({work / "a", work / "a"}, work / "full"));
+  REQUIRE_FALSE(occupied.ok());
+  CHECK(occupied.error().kind == ErrorKind::Usage);
+  auto lone = merge_bundles(bundle_request({work / "a"}, work / "m"));
+  REQUIRE_FALSE(lone.ok());
+  CHECK(lone.error().kind == ErrorKind::Usage);
+  CHECK(nothing_beside(work.path(), {"a", "b", "full"}));
+
+  // Through the CLI: folders are bundles; mixing folders and files is a usage error.
+  auto mixed = ptb::test::run_cli("merge -o " + ptb::test::quote(work / "m") + " " + ptb::test::quote(work / "a") + " " +
+                                  ptb::test::quote(source_of("sm90").pte_path));
+  CHECK(mixed.exit_code == 2);
+  auto refused = ptb::test::run_cli("merge -o " + ptb::test::quote(work / "m") + " " + ptb::test::quote(work / "a") + " " +
+                                    ptb::test::quote(work / "b"));
+  CHECK(refused.exit_code == 1);
+  CHECK(nothing_beside(work.path(), {"a", "b", "full"}));
 }

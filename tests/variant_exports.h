@@ -38,6 +38,9 @@ struct ExportSpec {
   std::vector<std::pair<std::string, std::vector<uint8_t>>> extra_named_data;
   // Compile specs appended to the CUDA delegate.
   std::vector<std::pair<std::string, std::string>> extra_specs;
+  // ExecuTorch's older layout: payload "<so_key>\n<weights_key>", one library
+  // (libraries[0], its target not recorded) and one weights blob (weights[0]).
+  bool single_blob = false;
 };
 
 inline std::string library_key(const std::vector<uint8_t>& bytes) {
@@ -46,9 +49,24 @@ inline std::string library_key(const std::vector<uint8_t>& bytes) {
 
 inline std::string weight_key(const std::string& fqn) { return "cuda_fqn_weight:cuda:" + fqn; }
 
+inline std::string blob_weights_key(const ExportWeight& weight) {
+  return to_hex(sha256(weight.file->bytes().subspan(weight.offset, weight.size))) + "_weights_blob";
+}
+
+// The key each weight is stored under in the data file (or the .pte).
+inline std::string stored_key(const ExportSpec& spec, const ExportWeight& weight) {
+  return spec.single_blob ? blob_weights_key(weight) : weight_key(weight.fqn);
+}
+
 // Float32 1-D weights, as the CUDA backend records a Linear's bias.
 inline CudaPayload payload_for(const ExportSpec& spec) {
   CudaPayload payload;
+  if (spec.single_blob) {
+    payload.form = CudaPayloadForm::SingleBlob;
+    payload.so_key = library_key(spec.libraries.at(0).bytes);
+    payload.weights_key = blob_weights_key(spec.weights.at(0));
+    return payload;
+  }
   payload.form = CudaPayloadForm::MultiVariant;
   for (const ExportLibrary& library : spec.libraries) {
     payload.variants.push_back({library.target_sm, library.ptx_compute, library.fallback_only, library_key(library.bytes)});
@@ -113,12 +131,12 @@ inline Status write_export(const std::string& template_pte, const ExportSpec& sp
   for (const auto& [key, value] : spec.extra_named_data) add_named(key, SegmentSource::memory(Bytes(value.data(), value.size())));
   if (ptd_path.empty()) {
     for (const ExportWeight& weight : spec.weights) {
-      add_named(weight_key(weight.fqn), SegmentSource::file_range(*weight.file, weight.offset, weight.size));
+      add_named(stored_key(spec, weight), SegmentSource::file_range(*weight.file, weight.offset, weight.size));
     }
   } else {
     PtdContents contents;
     for (const ExportWeight& weight : spec.weights) {
-      contents.add(weight_key(weight.fqn), SegmentSource::file_range(*weight.file, weight.offset, weight.size));
+      contents.add(stored_key(spec, weight), SegmentSource::file_range(*weight.file, weight.offset, weight.size));
     }
     PTB_TRY(auto ptd_layout, write_ptd_file(ptd_path, contents));
     (void)ptd_layout;

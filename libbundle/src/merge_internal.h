@@ -57,7 +57,9 @@ struct Export {
   std::string blob_file(std::string_view key) const;
 };
 
-Result<Export> load_export(const MergeSource& source, bool fallback_option);
+// `multi_variant_only`: refuse CUDA payloads in the older forms, which record
+// no target (file-level merge); bundle-level merge takes them.
+Result<Export> load_export(const MergeSource& source, bool fallback_option, bool multi_variant_only = true);
 
 // ---- Proving bytes equal ----------------------------------------------------
 

@@ -18,7 +18,7 @@ std::string Export::blob_file(std::string_view key) const {
   return ptd->path();
 }
 
-Result<Export> load_export(const MergeSource& source, bool fallback_option) {
+Result<Export> load_export(const MergeSource& source, bool fallback_option, bool multi_variant_only) {
   Export out;
   out.source = source;
   out.fallback_option = fallback_option;
@@ -42,6 +42,12 @@ Result<Export> load_export(const MergeSource& source, bool fallback_option) {
       cuda.method = method;
       std::string where = source.pte_path + ": method '" + method + "' delegate " + std::to_string(index);
       PTB_TRY(cuda.payload, decode_cuda_payload(out.pte.delegate_payload(plan, index), method, where));
+      if (cuda.payload.form != CudaPayloadForm::MultiVariant && !multi_variant_only) {
+        out.library_keys.insert(cuda.payload.so_key);
+        out.weight_keys.insert(cuda.payload.weights_key);
+        out.cuda.push_back(std::move(cuda));
+        continue;
+      }
       if (cuda.payload.form != CudaPayloadForm::MultiVariant) {
         return invalid(where + ": CUDA payload is the " + std::string(cuda_payload_form_name(cuda.payload.form)) +
                        " form, which records no GPU target; expected the ETCUDAFQN0 multi-variant form "

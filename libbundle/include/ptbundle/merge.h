@@ -23,6 +23,7 @@
 
 #include "ptbundle/cuda_payload.h"
 #include "ptbundle/file.h"
+#include "ptbundle/manifest.h"
 #include "ptbundle/result.h"
 
 namespace ptb {
@@ -86,5 +87,43 @@ struct MergeResult {
 
 // Checks the inputs, then writes output_pte (and output_ptd) atomically.
 Result<MergeResult> merge_programs(const MergeRequest& request);
+
+// ---- Bundle-level merge ------------------------------------------------------
+//
+// Bundles of the same parts exported on different GPUs become one bundle. A
+// part whose programs carry the multi-variant payload is merged as above into
+// one program; a part in ExecuTorch's older single-blob layout (no target in
+// its payload; what `export` makes of an AOTInductor package) keeps one
+// program per GPU target, named by the kernels found in its library, all
+// sharing one copy of the identical weights; a part without CUDA delegates
+// must be byte-identical in every bundle. The new bundle is assembled in a
+// temporary folder beside OUT_DIR and renamed into place when complete.
+
+struct BundleMergeRequest {
+  std::vector<std::string> bundles;  // folders holding bundle.json
+  std::string output_dir;            // must not exist, or be an empty folder
+  LibraryScan scan_library;          // required: single-blob parts are named by their kernels
+  unsigned threads = 0;
+  std::string tool_version;  // recorded as ptbundle_version
+};
+
+enum class PartMergeLayout { Identical, MultiVariant, PerTarget };
+const char* part_merge_layout_name(PartMergeLayout layout);  // "identical", "multi_variant", "per_target"
+
+struct MergedPart {
+  std::string name;
+  PartMergeLayout layout = PartMergeLayout::Identical;
+  // Per CUDA delegate, each variant (multi_variant) or each target's program
+  // (per_target); source_pte is the input file it came from.
+  std::vector<VariantOrigin> provenance;
+};
+
+struct BundleMergeResult {
+  std::string output_dir;
+  std::vector<MergedPart> parts;
+  Manifest manifest;  // as written
+};
+
+Result<BundleMergeResult> merge_bundles(const BundleMergeRequest& request);
 
 }  // namespace ptb
