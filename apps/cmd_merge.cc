@@ -13,6 +13,9 @@
 namespace ptb::app {
 namespace {
 
+// The version of the --json documents (schemas/merge.schema.json).
+constexpr int kMergeJsonVersion = 1;
+
 struct MergeOptions {
   std::string output;
   std::string output_data;
@@ -62,7 +65,8 @@ Json result_json(const MergeResult& result) {
   }
   Json outputs = {{"pte", result.output_pte}};
   outputs["ptd"] = result.output_ptd.empty() ? Json(nullptr) : Json(result.output_ptd);
-  return {{"outputs", outputs},
+  return {{"ptbundle_merge_version", kMergeJsonVersion},
+          {"outputs", outputs},
           {"variants", variants},
           {"provenance", provenance_json(result.provenance)},
           {"weights", {{"count", result.weight_count}, {"bytes", result.weight_bytes}}},
@@ -149,7 +153,10 @@ int run_bundle_merge(const MergeOptions& options) {
                        {"layout", part_merge_layout_name(part.layout)},
                        {"provenance", provenance_json(part.provenance)}});
     }
-    print_json({{"output_dir", result->output_dir}, {"parts", parts}, {"manifest", manifest_to_json(result->manifest)}});
+    print_json({{"ptbundle_merge_version", kMergeJsonVersion},
+                {"output_dir", result->output_dir},
+                {"parts", parts},
+                {"manifest", manifest_to_json(result->manifest)}});
   } else {
     print_bundle_table(*result);
     std::fprintf(stderr, "ptbundle: wrote the bundle %s (%zu parts)\n", result->output_dir.c_str(), result->parts.size());

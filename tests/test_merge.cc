@@ -738,3 +738,39 @@ TEST_CASE("merge bundles: other parts, an existing output or a lone bundle are r
   CHECK(refused.exit_code == 1);
   CHECK(nothing_beside(work.path(), {"a", "b", "full"}));
 }
+
+TEST_CASE("merge: --json output follows schemas/merge.schema.json, for programs and for bundles") {
+  PTB_REQUIRE_FIXTURES();
+  if (std::system("python3 -c 'import jsonschema, referencing' >/dev/null 2>&1") != 0) {
+    ptb::test::skip("python3 with the jsonschema and referencing modules is not installed");
+    return;
+  }
+  TempDir work;
+  auto input = [](const std::string& folder) {
+    MergeSource source = source_of(folder);
+    return ptb::test::quote(source.pte_path + "," + source.ptd_path);
+  };
+  auto programs = ptb::test::run_cli("merge --json -o " + ptb::test::quote(work / "m.pte") + " --output-data " +
+                                     ptb::test::quote(work / "m.ptd") + " " + input("sm80") + " " + input("sm120") +
+                                     " --fallback " + input("ptx_fallback"));
+  REQUIRE_MESSAGE(programs.exit_code == 0, programs.err);
+  export_bundle(work / "a", "encoder", source_of("sm80"));
+  export_bundle(work / "b", "encoder", source_of("sm90"));
+  auto bundles = ptb::test::run_cli("merge --json -o " + ptb::test::quote(work / "ab") + " " + ptb::test::quote(work / "a") +
+                                    " " + ptb::test::quote(work / "b"));
+  REQUIRE_MESSAGE(bundles.exit_code == 0, bundles.err);
+  CHECK(nlohmann::json::parse(bundles.out)["parts"][0]["layout"] == "multi_variant");
+
+  for (const std::string* document : {&programs.out, &bundles.out}) {
+    fs::path file = work / "document.json";
+    std::ofstream(file) << *document;
+    std::string command =
+        "python3 -c 'import json,sys,jsonschema,referencing; "
+        "b=json.load(open(sys.argv[2])); "
+        "r=referencing.Registry().with_resource(b[\"$id\"], referencing.Resource.from_contents(b)); "
+        "jsonschema.Draft202012Validator(json.load(open(sys.argv[1])), registry=r).validate(json.load(open(sys.argv[3])))' " +
+        ptb::test::quote(fs::path(PTB_SOURCE_DIR) / "schemas/merge.schema.json") + " " +
+        ptb::test::quote(fs::path(PTB_SOURCE_DIR) / "schemas/bundle.schema.json") + " " + ptb::test::quote(file);
+    CHECK_MESSAGE(std::system(command.c_str()) == 0, *document);
+  }
+}
