@@ -302,6 +302,36 @@ TEST_CASE("export: an AOTInductor package becomes a .pte with one CudaBackend de
   CHECK(ours == theirs);
 }
 
+TEST_CASE("export: an example for an ExecuTorch program becomes its test case") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  std::vector<float> input(4 * 32, 0.5f), output(4 * 64, -1.0f);
+  std::vector<uint64_t> in_shape = {4, 32}, out_shape = {4, 64};
+  auto bytes = [](const std::vector<float>& v) { return Bytes(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4); };
+  REQUIRE(write_npy((dir / "in.npy").string(), 6, in_shape, bytes(input)).ok());
+  REQUIRE(write_npy((dir / "out.npy").string(), 6, out_shape, bytes(output)).ok());
+  PartRequest request = part("enc", fixture("cuda/sm80/model.pte"));
+  request.example = ExampleFiles{{(dir / "in.npy").string()}, {(dir / "out.npy").string()}};
+  auto result = run_export(dir / "b", {request});
+  REQUIRE_MESSAGE(result.ok(), result.error().message);
+  auto testcase = PtdFile::open((dir / "b" / "testcases" / "enc.ptd").string());
+  REQUIRE(testcase.ok());
+  const auto* out0 = testcase->find("forward.output.0");
+  REQUIRE(out0 != nullptr);
+  CHECK(out0->layout->sizes == std::vector<int32_t>{4, 64});
+  CHECK(to_hex(sha256(testcase->bytes(*out0))) == to_hex(sha256(bytes(output))));
+  auto manifest = read_manifest((dir / "b").string());
+  REQUIRE(manifest.ok());
+  CHECK(manifest->parts[0].testcase->outputs == 1);
+
+  // A second output file for a one-output method is refused.
+  request.example->outputs.push_back((dir / "out.npy").string());
+  auto refused = run_export(dir / "c", {request});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(mentions(refused.error().message, "2 output file(s); method forward has 1 output(s)"));
+  CHECK_FALSE(fs::exists(dir / "c"));
+}
+
 TEST_CASE("export: a package with PTX records the PTX target") {
   PTB_REQUIRE_FIXTURES();
   TempDir dir;
