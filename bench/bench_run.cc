@@ -204,6 +204,7 @@ void upload_rates(uint64_t bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure shows even if a later step dies
   Options options;
   options.package = fixtures() + "/aoti/mlp_et.pt2";
   options.input = fixtures() + "/aoti/mlp_et.in0.npy";
