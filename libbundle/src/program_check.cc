@@ -1,5 +1,7 @@
 #include "program_check.h"
 
+#include <cstdint>
+
 #include "wire.h"
 
 namespace ptb::detail {
@@ -32,8 +34,22 @@ Status check_indices(const flatbuffers::Vector<int32_t>* indices, uint64_t limit
   return {};
 }
 
+// FlatBuffers' verifier (2.0) checks only that a vector's length prefix is
+// 4-byte aligned; reading 8-byte elements through a misaligned pointer is
+// undefined behaviour, so such vectors are checked here.
+template <class T>
+Status check_wide_vector(const flatbuffers::Vector<T>* vector, const std::string& context, const std::string& field) {
+  if (!vector || vector->size() == 0) return {};
+  if (reinterpret_cast<uintptr_t>(vector->Data()) % alignof(T) != 0) {
+    return invalid(context + ": " + field + " is not " + num(uint64_t{alignof(T)}) +
+                   "-byte aligned; expected its elements at their natural alignment");
+  }
+  return {};
+}
+
 Status check_subsegments(const fb::SubsegmentOffsets& sub, const std::vector<PteSegment>& segments,
                          const std::string& context) {
+  PTB_CHECK(check_wide_vector(sub.offsets(), context, "offsets"));
   if (!sub.offsets() || sub.offsets()->size() == 0) return {};
   PTB_CHECK(check_index(sub.segment_index(), segments.size(), context, "segment_index", "segments"));
   uint64_t size = segments[sub.segment_index()].size;
@@ -93,6 +109,12 @@ Status check_values(const fb::Program& program, const fb::ExecutionPlan& plan, c
     switch (value->val_type()) {
       case fb::KernelTypes::Tensor:
         PTB_CHECK(check_tensor(program, *value->val_as_Tensor(), here));
+        break;
+      case fb::KernelTypes::IntList:
+        PTB_CHECK(check_wide_vector(value->val_as_IntList()->items(), here, "items"));
+        break;
+      case fb::KernelTypes::DoubleList:
+        PTB_CHECK(check_wide_vector(value->val_as_DoubleList()->items(), here, "items"));
         break;
       case fb::KernelTypes::TensorList:
         PTB_CHECK(check_indices(value->val_as_TensorList()->items(), limit, here, "items", "values"));
@@ -283,6 +305,7 @@ Result<std::vector<std::vector<DelegateRef>>> check_plans(const fb::Program& pro
       }
     }
     PTB_CHECK(check_chains(*plan, context));
+    PTB_CHECK(check_wide_vector(plan->non_const_buffer_sizes(), context, "non_const_buffer_sizes"));
     if (const auto* devices = plan->non_const_buffer_device()) {
       for (flatbuffers::uoffset_t i = 0; i < devices->size(); ++i) {
         PTB_CHECK(check_index(devices->Get(i)->buffer_idx(), count(plan->non_const_buffer_sizes()), context,
