@@ -51,6 +51,9 @@ struct CudaPayload {
 // ("model.pte: forward delegate 0").
 Result<CudaPayload> decode_cuda_payload(Bytes payload, const std::string& method_name,
                                         const std::string& context);
+// The bytes of `payload` in its form, as ExecuTorch writes them (the fixtures'
+// payloads re-encode byte for byte). The multi-variant form stores one ndim
+// per weight, so each weight's sizes and strides must be equally long.
 std::vector<uint8_t> encode_cuda_payload(const CudaPayload& payload);
 
 }  // namespace ptb
