@@ -28,7 +28,7 @@ Result<ModuleLoadResult> load_module_on_gpu(int index, Bytes image, const std::s
   // An 8-byte aligned copy, NUL-terminated: PTX text must end in a NUL and
   // images found at odd offsets inside libraries are not aligned.
   std::vector<uint64_t> copy(image.size() / 8 + 1, 0);
-  std::memcpy(copy.data(), image.data(), image.size());
+  if (!image.empty()) std::memcpy(copy.data(), image.data(), image.size());
   CUmodule module = nullptr;
   const CUresult loaded = api->cuModuleLoadData(&module, copy.data());
   if (loaded == kCudaSuccess) api->cuModuleUnload(module);

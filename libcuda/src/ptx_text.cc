@@ -12,6 +12,7 @@ namespace {
 constexpr size_t kDirectiveWindow = 64 * 1024;
 
 std::string_view text_of(Bytes data) {
+  if (data.empty()) return {};
   size_t length = std::min(data.size(), kDirectiveWindow);
   if (const void* nul = std::memchr(data.data(), '\0', length))
     length = static_cast<size_t>(static_cast<const uint8_t*>(nul) - data.data());
