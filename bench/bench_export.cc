@@ -8,7 +8,9 @@
 // library from ../shared/fixtures/cuda/so as named data) and a data file
 // holding one weights blob of pseudo-random bytes (not sparse, so every copy
 // moves real bytes). Then it runs, each once as a fresh process (wall time
-// and peak RSS from wait4): cp of the data file, then ptbundle export.
+// and peak RSS from wait4): cp of the data file; cp followed by sync of the
+// copy (export fsyncs every file before renaming it into place, so this is
+// the copy with the same durability); then ptbundle export.
 //
 //   bench_export [--gib N] [--cli PATH] [--dir DIR] [--keep]
 #include <sys/resource.h>
@@ -200,6 +202,10 @@ int main(int argc, char** argv) {
   // Both copies read a source the page cache already holds (it was just written).
   RunResult cp = run_child({"cp", (work / "src" / "aoti_cuda_blob.ptd").string(), (work / "cp.ptd").string()});
   fs::remove(work / "cp.ptd");
+  std::string durable = "cp '" + (work / "src" / "aoti_cuda_blob.ptd").string() + "' '" + (work / "cp.ptd").string() +
+                        "' && sync '" + (work / "cp.ptd").string() + "'";
+  RunResult cp_sync = run_child({"sh", "-c", durable});
+  fs::remove(work / "cp.ptd");
   RunResult exported = run_child({options.cli, "export", "-o", (work / "bundle").string(), "--part",
                                   "encoder=" + (work / "src" / "model.pte").string()});
   bool same_size = fs::exists(work / "bundle" / "encoder.ptd") && fs::file_size(work / "bundle" / "encoder.ptd") == data_size;
@@ -210,7 +216,7 @@ int main(int argc, char** argv) {
     fs::remove_all(work);
   }
 
-  if (cp.status != 0 || exported.status != 0 || !same_size) {
+  if (cp.status != 0 || cp_sync.status != 0 || exported.status != 0 || !same_size) {
     std::printf("FAILED bench_export: cp exit %d, ptbundle export exit %d, copy %s\n", cp.status, exported.status,
                 same_size ? "complete" : "incomplete");
     return 1;
@@ -220,9 +226,12 @@ int main(int argc, char** argv) {
   std::printf("data file          %.2f GiB\n", static_cast<double>(data_size) / (1ull << 30));
   std::printf("cp                 %.2f s  (%.0f MiB/s), peak %.1f MiB\n", cp.seconds,
               static_cast<double>(data_size) / (1 << 20) / cp.seconds, static_cast<double>(cp.peak_kib) / 1024.0);
+  std::printf("cp + sync          %.2f s  (%.0f MiB/s)\n", cp_sync.seconds,
+              static_cast<double>(data_size) / (1 << 20) / cp_sync.seconds);
   std::printf("ptbundle export    %.2f s  (%.0f MiB/s), peak %.1f MiB\n", exported.seconds,
               static_cast<double>(data_size) / (1 << 20) / exported.seconds, peak_mib);
   std::printf("export / cp        %.2fx  (goal <= 1.20x)%s\n", ratio, ratio <= 1.2 ? "" : "  MISSED");
+  std::printf("export / cp+sync   %.2fx\n", exported.seconds / cp_sync.seconds);
   std::printf("peak memory        %.1f MiB (goal < 64 MiB)%s\n", peak_mib, peak_mib < 64 ? "" : "  MISSED");
   return 0;
 }
