@@ -547,7 +547,9 @@ TEST_CASE("export: inspect and verify read the bundle it writes") {
   CHECK(mentions(inspect.out, "Part encoder"));
   CHECK(mentions(inspect.out, "Part mlp"));
   CHECK(mentions(inspect.out, "data_name"));
-  auto verify = ptb::test::run_cli("verify " + quote(bundle));
+  // The parts were built for different GPUs (sm_80 and sm_90a), so no single
+  // GPU runs both: this checks integrity only; compatibility has its own tests.
+  auto verify = ptb::test::run_cli("verify --gpu none " + quote(bundle));
   CHECK_MESSAGE(verify.exit_code == 0, (verify.out + verify.err));
   CHECK(mentions(verify.out + verify.err, "0 failed"));
 }
