@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "ptbundle/cuda_payload.h"
@@ -433,6 +434,17 @@ TEST_CASE("verify: each corruption of a bundle is reported with the file, the ke
     CHECK(failed[1].subject == ptd);
     CHECK(contains(failed[1].message, "is 8832 bytes; bundle.json records 8833"));
   }
+  SUBCASE("a listed file deleted: one problem, and what needs the file is skipped") {
+    fs::remove(ptd);
+    VerifyReport report = verify({bundle.string()});
+    auto failed = with_status(report, CheckStatus::Fail);
+    REQUIRE(failed.size() == 1);
+    CHECK(failed[0].check == checks::kFile);
+    CHECK(failed[0].subject == ptd);
+    CHECK(contains(failed[0].message, "missing: bundle.json lists it as the part's data file"));
+    CHECK(find_outcome(report, checks::kDataFile, "")->status == CheckStatus::Skip);
+    CHECK(find_outcome(report, checks::kDelegateKeys, "")->status == CheckStatus::Skip);
+  }
   SUBCASE("a data file that is not ExecuTorch's: a reader error is a failed check") {
     { std::ofstream(ptd, std::ios::binary | std::ios::trunc) << "not a data file"; }
     write_bundle_manifest(bundle, {"encoder"});
@@ -746,4 +758,92 @@ TEST_CASE("verify: the command line, its exit codes and --json") {
   CHECK(document["ok"] == true);
   CHECK(document["gpu"]["mode"] == "auto");
   CHECK(document["paths"][0]["failed"] == 0);
+}
+
+// ---- On the GPU (scripts/gpu-check) ----
+
+namespace {
+
+// Why test cases cannot be reproduced here, or "" when they can.
+std::string reproduction_missing() {
+  if (!kRunnerBuilt) return runner_unavailable_reason();
+  GpuReport gpus = discover_gpus();
+  if (gpus.gpus.empty()) return "no CUDA GPU: " + gpus.reason;
+  return "";
+}
+
+// testcases/head.ptd with every expected output value moved by `delta`.
+void shift_expected_output(const fs::path& bundle, float delta) {
+  const fs::path path = bundle / part_file_path("head", FileRole::Testcase);
+  std::vector<std::vector<uint8_t>> keep;
+  PtdContents contents;
+  {
+    auto ptd = PtdFile::open(path.string());
+    REQUIRE(ptd.ok());
+    keep.reserve(ptd->entries().size());  // the spans below point into it
+    for (const auto& entry : ptd->entries()) {
+      Bytes bytes = ptd->bytes(entry);
+      keep.emplace_back(bytes.begin(), bytes.end());
+      if (entry.key == testcase_key("forward", true, 0)) {
+        REQUIRE(entry.layout->scalar_type == 6);
+        for (size_t i = 0; i + 4 <= keep.back().size(); i += 4) {
+          float value;
+          std::memcpy(&value, keep.back().data() + i, 4);
+          value += delta;
+          std::memcpy(keep.back().data() + i, &value, 4);
+        }
+      }
+      contents.add(entry.key, SegmentSource::memory(Bytes(keep.back().data(), keep.back().size())), entry.layout);
+    }
+  }
+  REQUIRE(write_ptd_file((path.string() + ".new"), contents).ok());
+  fs::rename(path.string() + ".new", path);
+  edit_manifest(bundle, [&](nlohmann::json& json) {
+    for (auto& part : json["parts"]) {
+      for (auto& file : part["files"]) {
+        if (file["role"] != "testcase") continue;
+        file["size"] = fs::file_size(path);
+        file["sha256"] = sha_of(path);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+TEST_CASE("verify on the GPU: an exported part's test case is reproduced, and a wrong expected output is caught") {
+  PTB_REQUIRE_FIXTURES();
+  if (std::string missing = reproduction_missing(); !missing.empty()) {
+    ptb::test::skip(missing);
+    return;
+  }
+  if (discover_gpus().gpus.front().capability != GpuCapability{9, 0}) {
+    ptb::test::skip("mlp_et.pt2 holds sm_90a code only, and the first GPU here is not sm_90");
+    return;
+  }
+  TempDir dir;
+  const fs::path bundle = dir / "bundle";
+  export_two_parts(bundle);
+  VerifyOptions options;  // this machine's GPU and driver
+  auto report = verify_paths({bundle.string()}, options);
+  REQUIRE(report.ok());
+  INFO(describe(*report));
+  const CheckOutcome* head = find_outcome(*report, checks::kTestcase, "part head");
+  REQUIRE(head);
+  CHECK(head->status == CheckStatus::Pass);
+  CHECK(contains(head->message, "part head reproduces its test case (1 output, max abs diff"));
+  std::printf("[gpu] verify %s: %s\n", report->gpu.description.c_str(), head->message.c_str());
+  CHECK(find_outcome(*report, checks::kGpu, "part head")->status == CheckStatus::Pass);
+  // The encoder was exported for sm_80 only.
+  CHECK(find_outcome(*report, checks::kGpu, "part encoder")->status == CheckStatus::Fail);
+
+  shift_expected_output(bundle, 0.5f);
+  auto shifted = verify_paths({bundle.string()}, options);
+  REQUIRE(shifted.ok());
+  const CheckOutcome* wrong = find_outcome(*shifted, checks::kTestcase, "part head");
+  REQUIRE(wrong);
+  CHECK(wrong->status == CheckStatus::Fail);
+  CHECK(contains(wrong->message, "part head does not reproduce its test case (max abs diff"));
+  CHECK(contains(wrong->message, "export it again on this GPU"));
+  std::printf("[gpu] verify, expected output moved by 0.5: %s\n", wrong->message.c_str());
 }

@@ -279,8 +279,17 @@ void check_manifest_program(const ManifestPart& part, const PteFile& pte, CheckL
 }
 
 void check_part(const fs::path& folder, const ManifestPart& part, CheckList& checks, std::vector<VerifySubject>& subjects) {
-  for (const ManifestFile& file : part.files) check_listed_file(folder, file, checks);
+  std::set<FileRole> missing;
+  for (const ManifestFile& file : part.files) {
+    std::error_code ec;
+    if (!check_listed_file(folder, file, checks) && !fs::exists(folder / file.path, ec)) missing.insert(file.role);
+  }
+  // A missing file was reported once, by the file check; what needs it is skipped.
   const std::string program_path = (folder / part_file_path(part.name, FileRole::Program)).string();
+  if (missing.count(FileRole::Program)) {
+    checks.skip(checks::kProgram, program_path, "not checked: the file is missing (see the file check)");
+    return;
+  }
   auto program = PteFile::open(program_path);
   if (!program.ok()) {
     checks.fail(checks::kProgram, program_path, program.error().message + "; export the part again");
@@ -307,8 +316,10 @@ void check_part(const fs::path& folder, const ManifestPart& part, CheckList& che
   context.require_data_name = part.find_file(FileRole::Data) != nullptr;
   if (const ManifestFile* data = part.find_file(FileRole::Data)) {
     const std::string data_path = (folder / data->path).string();
-    auto ptd = PtdFile::open(data_path);
-    if (!ptd.ok()) {
+    if (missing.count(FileRole::Data)) {
+      checks.skip(checks::kDataFile, data_path, "not checked: the file is missing (see the file check)");
+      context.check_keys = false;
+    } else if (auto ptd = PtdFile::open(data_path); !ptd.ok()) {
       checks.fail(checks::kDataFile, data_path, ptd.error().message + "; export the part again");
       context.check_keys = false;
     } else {
@@ -320,7 +331,10 @@ void check_part(const fs::path& folder, const ManifestPart& part, CheckList& che
   check_manifest_program(part, *pte, checks);
   check_program_contents(context, checks);
 
-  if (part.testcase) {
+  if (part.testcase && missing.count(FileRole::Testcase)) {
+    checks.skip(checks::kTestcaseFile, (folder / part.testcase->path).string(),
+                "not checked: the file is missing (see the file check)");
+  } else if (part.testcase) {
     const std::string testcase_path = (folder / part.testcase->path).string();
     auto testcase = PtdFile::open(testcase_path);
     if (!testcase.ok()) {
