@@ -75,9 +75,23 @@ bool same_variant_set(const std::vector<CudaVariant>& a, const std::vector<CudaV
 }
 
 // Libraries of all delegates, each key once; one key from two inputs must be
-// the same library (keys are content hashes, so a clash is a broken input).
-Result<std::vector<LibrarySource>> distinct_libraries(const std::vector<DelegateVariants>& per_delegate) {
+// the same library (keys are content hashes, so a clash is a broken input),
+// and a key the first input already uses for other named data must hold the
+// same bytes there, since the output keeps the first input's named data.
+Result<std::vector<LibrarySource>> distinct_libraries(const Export& reference,
+                                                      const std::vector<DelegateVariants>& per_delegate) {
   std::vector<LibrarySource> out;
+  for (const DelegateVariants& delegate : per_delegate) {
+    for (const LibrarySource& library : delegate.libraries) {
+      const PteNamedData* existing = reference.pte.find_named_data(library.key);
+      if (!existing) continue;
+      Bytes bytes = reference.pte.named_data_bytes(*existing);
+      if (bytes.size() != library.blob.bytes.size() || first_difference(bytes, library.blob.bytes)) {
+        return invalid(pair_name(reference, *library.source) + " hold different bytes under the named-data key '" +
+                       library.key + "'; expected one library per key");
+      }
+    }
+  }
   for (const DelegateVariants& delegate : per_delegate) {
     for (const LibrarySource& library : delegate.libraries) {
       auto known = std::find_if(out.begin(), out.end(), [&](const LibrarySource& l) { return l.key == library.key; });
@@ -135,7 +149,7 @@ Result<MergeResult> merge_programs(const MergeRequest& request) {
     }
     per_delegate.push_back(std::move(chosen));
   }
-  PTB_TRY(std::vector<LibrarySource> libraries, distinct_libraries(per_delegate));
+  PTB_TRY(std::vector<LibrarySource> libraries, distinct_libraries(reference, per_delegate));
 
   std::vector<MergedDelegate> merged;
   for (size_t position = 0; position < reference.cuda.size(); ++position) {
