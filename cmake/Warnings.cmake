@@ -1,6 +1,6 @@
 add_library(ptb_warnings INTERFACE)
 target_compile_options(ptb_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
-  -Wcast-align -Wunused -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough)
+  -Wcast-align -Wunused -Woverloaded-virtual -Wimplicit-fallthrough)
 if(PTB_WERROR)
   target_compile_options(ptb_warnings INTERFACE -Werror)
 endif()
