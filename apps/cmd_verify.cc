@@ -87,21 +87,6 @@ void print_json_report(const VerifyReport& report, const VerifyArgs& args) {
   print_json(document);
 }
 
-// Subjects and messages quote keys and names from the files: control bytes
-// are escaped so that each check stays one line and cannot drive the terminal.
-std::string printable(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c < 0x20 || c == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      out += escaped;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 const char* status_word(CheckStatus status) {
   switch (status) {

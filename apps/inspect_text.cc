@@ -25,21 +25,6 @@ class Lines {
   std::string out_;
 };
 
-// Strings come from the files: control bytes are shown escaped so that a
-// crafted key cannot drive the terminal.
-std::string printable(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c < 0x20 || c == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      out += escaped;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 std::string str(const Json& value) {
   if (value.is_null()) return "-";
@@ -341,7 +326,8 @@ void bundle(Lines& out, const std::string& indent, const Json& b, bool sha256) {
       if (f.contains("sha256_matches")) {
         check += f["sha256_matches"].get<bool>() ? ", sha256 matches" : ", SHA256 DIFFERS FROM THE MANIFEST";
       }
-      out.add(indent + "  ", str(f["role"]) + " " + str(f["path"]) + ": " + check);
+      const std::string target = f.contains("target") ? " (" + str(f["target"]) + ")" : "";
+      out.add(indent + "  ", str(f["role"]) + target + " " + str(f["path"]) + ": " + check);
       file(out, indent + "    ", f["file"], sha256);
     }
   }
