@@ -17,6 +17,7 @@
 #include "ptbundle/merge_scan.h"
 #include "ptbundle/ptd.h"
 #include "ptbundle/pte.h"
+#include "ptbundle/run_part.h"
 #include "support.h"
 #include "variant_exports.h"
 
@@ -708,6 +709,72 @@ TEST_CASE("merge bundles: single-blob parts keep one program per GPU target and 
   REQUIRE_FALSE(different.ok());
   CHECK_MESSAGE(different.error().message.find("different weights") != std::string::npos, different.error().message);
   CHECK(nothing_beside(work.path(), {"a", "b", "c", "d", "ab", "abc"}));
+}
+
+TEST_CASE("merge bundles: a part kept per GPU target verifies, inspects and picks its program by the GPU") {
+  PTB_REQUIRE_FIXTURES();
+  Maker maker;
+  auto weights = maker.weights("blob.bin", 64 << 10);
+  auto single = [&](const char* name, const std::vector<uint8_t>& library) {
+    ExportSpec spec = spec_with({{0, 0, false, library}}, {{"blob", weights.get(), 0, 64 << 10}});
+    spec.single_blob = true;
+    return maker.make(name, spec);
+  };
+  TempDir work;
+  export_bundle(work / "a", "head", single("a", maker.so_sm90));
+  export_bundle(work / "c", "head", single("c", maker.so_sm120));
+  auto merged = merge_bundles(bundle_request({work / "a", work / "c"}, work / "ac"));
+  REQUIRE_MESSAGE(merged.ok(), error_of(merged));
+  const std::string bundle = ptb::test::quote(work / "ac");
+  auto has = [](const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; };
+
+  // Both programs are checked against the shared data file and owned by the bundle.
+  auto on_sm90 = ptb::test::run_cli("verify -v " + bundle + " --gpu sm_90");
+  CHECK_MESSAGE(on_sm90.exit_code == 0, on_sm90.out);
+  CHECK_FALSE(has(on_sm90.out, "FAIL"));
+  CHECK(has(on_sm90.out, "sm_90/head.pte"));
+  CHECK(has(on_sm90.out, "sm_120/head.pte"));
+  CHECK(has(on_sm90.out, "picks the sm_90 program, native for sm_90"));
+  CHECK(has(on_sm90.out, "every .pte and .ptd in the folder is listed"));
+  auto on_sm120 = ptb::test::run_cli("verify -v " + bundle + " --gpu sm_120");
+  CHECK_MESSAGE(on_sm120.exit_code == 0, on_sm120.out);
+  CHECK(has(on_sm120.out, "picks the sm_120 program"));
+
+  auto on_sm80 = ptb::test::run_cli("verify " + bundle + " --gpu sm_80");
+  CHECK(on_sm80.exit_code == 1);
+  CHECK_MESSAGE(has(on_sm80.out, "no program for sm_80: the part has programs for sm_90, sm_120"), on_sm80.out);
+
+  // A program whose kernels are not its target's is caught.
+  fs::copy_file(work / "c" / "head.pte", work / "ac" / "sm_90" / "head.pte", fs::copy_options::overwrite_existing);
+  auto swapped = ptb::test::run_cli("verify " + bundle + " --gpu sm_90");
+  CHECK(swapped.exit_code == 1);
+  fs::copy_file(work / "a" / "head.pte", work / "ac" / "sm_90" / "head.pte", fs::copy_options::overwrite_existing);
+
+  // A stray program in a target folder is unlisted.
+  fs::create_directories(work / "ac" / "sm_86");
+  fs::copy_file(work / "a" / "head.pte", work / "ac" / "sm_86" / "head.pte");
+  auto stray = ptb::test::run_cli("verify " + bundle + " --gpu sm_90");
+  CHECK(stray.exit_code == 1);
+  CHECK_MESSAGE(has(stray.out, "sm_86/head.pte"), stray.out);
+  fs::remove_all(work / "ac" / "sm_86");
+
+  auto inspected = ptb::test::run_cli("inspect " + bundle);
+  CHECK_MESSAGE(inspected.exit_code == 0, inspected.err);
+  CHECK_MESSAGE(has(inspected.out, "program (sm_90) sm_90/head.pte"), inspected.out);
+  CHECK(has(inspected.out, "program (sm_120) sm_120/head.pte"));
+  CHECK(has(inspected.out, "data head.ptd"));
+
+  // run opens the program for the GPU with the shared data file, or says which targets there are.
+  RunPartOptions options;
+  options.gpu = GpuCapability{12, 0};
+  auto part = open_run_part((work / "ac").string(), options);
+  REQUIRE_MESSAGE(part.ok(), error_of(part));
+  CHECK_MESSAGE(has(part->variant, "picked the sm_120 program, native for sm_120 (sm_120/head.pte)"), part->variant);
+  CHECK(has(part->weights.file, "head.ptd"));
+  options.gpu = GpuCapability{8, 0};
+  auto refused = open_run_part((work / "ac").string(), options);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_MESSAGE(has(refused.error().message, "programs for sm_90, sm_120"), refused.error().message);
 }
 
 TEST_CASE("merge bundles: other parts, an existing output or a lone bundle are refused") {

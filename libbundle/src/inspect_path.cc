@@ -42,6 +42,7 @@ Result<InspectJson> inspect_bundle_folder(const std::string& path, const Inspect
       InspectJson f;
       f["role"] = file_role_name(file.role);
       f["path"] = file.path;
+      if (file.target) f["target"] = *file.target;
       f["manifest_size"] = file.size;
       f["manifest_sha256"] = file.sha256;
       f["size_matches"] = inner.contains("size") && inner["size"] == file.size;

@@ -157,6 +157,7 @@ ManifestParts read_parts(const Json& json, const std::string& manifest_path, Che
       continue;
     }
     checks.pass(checks::kManifest, "part " + read->parts[0].name, "its bundle.json entry is complete and valid");
+    for (const ManifestFile& file : read->parts[0].files) out.owned.insert(file.path);
     out.valid.push_back(std::move(read->parts[0]));
   }
   check_collisions(names, manifest_path, checks);
@@ -278,76 +279,100 @@ void check_manifest_program(const ManifestPart& part, const PteFile& pte, CheckL
   }
 }
 
-void check_part(const fs::path& folder, const ManifestPart& part, CheckList& checks, std::vector<VerifySubject>& subjects) {
-  std::set<FileRole> missing;
-  for (const ManifestFile& file : part.files) {
-    std::error_code ec;
-    if (!check_listed_file(folder, file, checks) && !fs::exists(folder / file.path, ec)) missing.insert(file.role);
-  }
-  // A missing file was reported once, by the file check; what needs it is skipped.
-  const std::string program_path = (folder / part_file_path(part.name, FileRole::Program)).string();
-  if (missing.count(FileRole::Program)) {
+// One of the part's programs; null when it did not open (already reported).
+std::shared_ptr<PteFile> open_program(const std::string& program_path, bool missing, CheckList& checks) {
+  if (missing) {
     checks.skip(checks::kProgram, program_path, "not checked: the file is missing (see the file check)");
-    return;
+    return nullptr;
   }
   auto program = PteFile::open(program_path);
   if (!program.ok()) {
     checks.fail(checks::kProgram, program_path, program.error().message + "; export the part again");
-    return;
+    return nullptr;
   }
   auto pte = std::make_shared<PteFile>(std::move(*program));
   checks.pass(checks::kProgram, program_path,
               std::to_string(pte->segments().size()) + " segment(s) and " + std::to_string(pte->named_data().size()) +
                   " named-data entr" + (pte->named_data().size() == 1 ? "y" : "ies") + ", all inside the file");
+  return pte;
+}
 
-  VerifySubject subject;
-  subject.label = "part " + part.name;
-  subject.part_name = part.name;
-  subject.kind = SubjectKind::Program;
-  subject.program_path = program_path;
-  subject.pte = pte;
-  subject.bundle_dir = folder.string();
-  subject.manifest = part;
-
-  ProgramContext context;
-  context.pte = pte.get();
-  context.program_name = program_path;
-  context.expected_data_name = part.name;
-  context.require_data_name = part.find_file(FileRole::Data) != nullptr;
+void check_part(const fs::path& folder, const ManifestPart& part, CheckList& checks, std::vector<VerifySubject>& subjects) {
+  std::set<std::string> missing;  // listed paths
+  for (const ManifestFile& file : part.files) {
+    std::error_code ec;
+    if (!check_listed_file(folder, file, checks) && !fs::exists(folder / file.path, ec)) missing.insert(file.path);
+  }
+  // A missing file was reported once, by the file check; what needs it is skipped.
+  std::shared_ptr<PtdFile> ptd;
+  bool data_readable = true;
   if (const ManifestFile* data = part.find_file(FileRole::Data)) {
     const std::string data_path = (folder / data->path).string();
-    if (missing.count(FileRole::Data)) {
+    if (missing.count(data->path)) {
       checks.skip(checks::kDataFile, data_path, "not checked: the file is missing (see the file check)");
-      context.check_keys = false;
-    } else if (auto ptd = PtdFile::open(data_path); !ptd.ok()) {
-      checks.fail(checks::kDataFile, data_path, ptd.error().message + "; export the part again");
-      context.check_keys = false;
+      data_readable = false;
+    } else if (auto opened = PtdFile::open(data_path); !opened.ok()) {
+      checks.fail(checks::kDataFile, data_path, opened.error().message + "; export the part again");
+      data_readable = false;
     } else {
-      subject.ptd = std::make_shared<PtdFile>(std::move(*ptd));
-      context.ptd = subject.ptd.get();
-      checks.pass(checks::kDataFile, data_path, std::to_string(subject.ptd->entries().size()) + " entries, all inside the file");
+      ptd = std::make_shared<PtdFile>(std::move(*opened));
+      checks.pass(checks::kDataFile, data_path, std::to_string(ptd->entries().size()) + " entries, all inside the file");
     }
   }
-  check_manifest_program(part, *pte, checks);
-  check_program_contents(context, checks);
+  // Merged single-blob parts list one program per GPU target, all reading the shared data file.
+  std::vector<const ManifestFile*> programs;
+  for (const ManifestFile& file : part.files) {
+    if (file.role == FileRole::Program) programs.push_back(&file);
+  }
+  std::shared_ptr<const PtdFile> testcase;
+  std::string testcase_method;
+  bool testcase_checked = false;
+  for (const ManifestFile* program_file : programs) {
+    const std::string program_path = (folder / program_file->path).string();
+    auto pte = open_program(program_path, missing.count(program_file->path) > 0, checks);
+    if (!pte) continue;
 
-  if (part.testcase && missing.count(FileRole::Testcase)) {
-    checks.skip(checks::kTestcaseFile, (folder / part.testcase->path).string(),
-                "not checked: the file is missing (see the file check)");
-  } else if (part.testcase) {
-    const std::string testcase_path = (folder / part.testcase->path).string();
-    auto testcase = PtdFile::open(testcase_path);
-    if (!testcase.ok()) {
-      checks.fail(checks::kTestcaseFile, testcase_path, testcase.error().message + "; export the part again with --example");
-    } else {
-      auto file = std::make_shared<PtdFile>(std::move(*testcase));
-      if (auto method = check_testcase_file(part, *part.testcase, *file, *pte, checks)) {
-        subject.testcase = file;
-        subject.testcase_method = *method;
+    VerifySubject subject;
+    subject.label = "part " + part.name + (program_file->target ? " (" + *program_file->target + " program)" : "");
+    subject.part_name = part.name;
+    subject.kind = SubjectKind::Program;
+    subject.program_path = program_path;
+    subject.pte = pte;
+    subject.ptd = ptd;
+    subject.bundle_dir = folder.string();
+    subject.manifest = part;
+    subject.target = program_file->target;
+
+    ProgramContext context;
+    context.pte = pte.get();
+    context.ptd = ptd.get();
+    context.program_name = program_path;
+    context.expected_data_name = part.name;
+    context.require_data_name = part.find_file(FileRole::Data) != nullptr;
+    context.check_keys = data_readable;
+    check_manifest_program(part, *pte, checks);
+    check_program_contents(context, checks);
+
+    // The test case is one file for the part; every program takes the same inputs.
+    if (part.testcase && !testcase_checked) {
+      testcase_checked = true;
+      const std::string testcase_path = (folder / part.testcase->path).string();
+      if (missing.count(part.testcase->path)) {
+        checks.skip(checks::kTestcaseFile, testcase_path, "not checked: the file is missing (see the file check)");
+      } else if (auto opened = PtdFile::open(testcase_path); !opened.ok()) {
+        checks.fail(checks::kTestcaseFile, testcase_path, opened.error().message + "; export the part again with --example");
+      } else {
+        auto file = std::make_shared<PtdFile>(std::move(*opened));
+        if (auto method = check_testcase_file(part, *part.testcase, *file, *pte, checks)) {
+          testcase = file;
+          testcase_method = *method;
+        }
       }
     }
+    subject.testcase = testcase;
+    subject.testcase_method = testcase_method;
+    subjects.push_back(std::move(subject));
   }
-  subjects.push_back(std::move(subject));
 }
 
 bool is_program_or_data(const fs::path& path) {
@@ -376,6 +401,12 @@ void check_unlisted(const fs::path& folder, const std::set<std::string>& owned, 
   visit(folder, "");
   std::error_code ec;
   if (fs::is_directory(folder / kTestcaseFolder, ec)) visit(folder / kTestcaseFolder, std::string(kTestcaseFolder) + "/");
+  // Per-target program folders of merged parts ("sm_90/<name>.pte").
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code dir_ec;
+    if (is_gpu_target_name(name) && it->is_directory(dir_ec)) visit(it->path(), name + "/");
+  }
   if (problems == 0) {
     checks.pass(checks::kUnlistedFile, folder.string(), "every .pte and .ptd in the folder is listed in bundle.json");
   }

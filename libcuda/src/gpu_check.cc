@@ -49,9 +49,22 @@ Result<VerifyReport> verify_paths(const std::vector<std::string>& arguments, con
   PTB_TRY(report.gpu, resolve_gpu_target(options.gpu, options.driver_library));
   for (const std::string& argument : arguments) {
     report.checks.begin_path(argument);
-    for (const VerifySubject& subject : check_integrity(parse_verify_input(argument), report.checks)) {
-      std::vector<GpuCapability> runs_on = check_gpu(subject, report.gpu, report.checks);
-      check_testcases(subject, report.gpu, runs_on, report.checks);
+    std::vector<VerifySubject> subjects = check_integrity(parse_verify_input(argument), report.checks);
+    for (size_t i = 0; i < subjects.size();) {
+      if (!subjects[i].target) {
+        std::vector<GpuCapability> runs_on = check_gpu(subjects[i], report.gpu, report.checks);
+        check_testcases(subjects[i], report.gpu, runs_on, report.checks);
+        ++i;
+        continue;
+      }
+      // A part's per-target programs come one after another; the part is judged as a whole.
+      std::vector<const VerifySubject*> programs;
+      for (; i < subjects.size() && subjects[i].target && subjects[i].part_name == subjects[i - programs.size()].part_name; ++i)
+        programs.push_back(&subjects[i]);
+      std::vector<std::vector<GpuCapability>> runs_on = check_gpu_per_target(programs, report.gpu, report.checks);
+      for (size_t p = 0; p < programs.size(); ++p) {
+        if (!runs_on[p].empty()) check_testcases(*programs[p], report.gpu, runs_on[p], report.checks);
+      }
     }
   }
   return report;

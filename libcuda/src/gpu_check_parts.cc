@@ -4,6 +4,7 @@
 // library's kernels (judge_kernels). A single library is judged by its
 // kernels alone. Every library's GPU code is scanned even without a GPU, so
 // that the targets bundle.json records can be compared with what is there.
+#include <algorithm>
 #include <set>
 
 #include "ptbundle/gpu_check.h"
@@ -150,6 +151,24 @@ void check_recorded_targets(const VerifySubject& subject, const std::vector<Cuda
     checks.pass(checks::kKernelTargets, subject.label, "the libraries hold " + join(found));
     return;
   }
+  if (subject.target && subject.manifest->cuda) {
+    // The part records the targets of all its programs; this one holds its own.
+    std::set<std::string> recorded;
+    for (const KernelTarget& target : subject.manifest->cuda->kernel_targets) recorded.insert(target.target + " " + target.kind);
+    const bool own = std::any_of(found.begin(), found.end(), [&](const std::string& name) {
+      return name.substr(0, name.find(' ')) == *subject.target;
+    });
+    const bool listed = std::all_of(found.begin(), found.end(), [&](const std::string& name) { return recorded.count(name) > 0; });
+    if (!own || !listed) {
+      checks.fail(checks::kKernelTargets, subject.label,
+                  "bundle.json lists it as the " + *subject.target + " program and records kernel targets " + join(recorded) +
+                      " for the part; its libraries hold " + join(found) + "; merge the bundles again");
+      return;
+    }
+    checks.pass(checks::kKernelTargets, subject.label,
+                "the libraries hold " + join(found) + ": its target, and among those bundle.json records");
+    return;
+  }
   if (!subject.manifest->cuda) {
     checks.fail(checks::kKernelTargets, subject.label,
                 "bundle.json records no CUDA information (\"cuda\": null), but the program has CUDA delegates "
@@ -169,7 +188,7 @@ void check_recorded_targets(const VerifySubject& subject, const std::vector<Cuda
 
 // Returns whether it runs.
 bool judge_unit(const VerifySubject& subject, const CudaUnit& unit, GpuCapability gpu, uint32_t driver_version,
-                CheckList& checks) {
+                CheckList& checks, const std::string& picked = "") {
   const std::string where = subject.label + ", " + unit.where;
   const std::string built = unit.built_on.empty() ? "" : " (compiled on " + unit.built_on + ")";
   if (unit.libraries.empty()) {
@@ -177,7 +196,7 @@ bool judge_unit(const VerifySubject& subject, const CudaUnit& unit, GpuCapabilit
     return false;
   }
   const Library* library = &unit.libraries.front();
-  std::string choice_text;
+  std::string choice_text = picked.empty() ? "" : picked + "; ";
   if (unit.multi_variant) {
     std::vector<VariantTarget> targets;
     for (const Library& l : unit.libraries) targets.push_back(*l.variant);
@@ -189,7 +208,7 @@ bool judge_unit(const VerifySubject& subject, const CudaUnit& unit, GpuCapabilit
       return false;
     }
     library = &unit.libraries[*choice.index];
-    choice_text = choice.message + "; ";
+    choice_text += choice.message + "; ";
   }
   if (!library->scanned) {
     checks.skip(checks::kGpu, where, "its GPU code could not be read (see kernel_targets)");
@@ -225,6 +244,46 @@ std::vector<GpuCapability> check_gpu(const VerifySubject& subject, const GpuTarg
     bool runs = true;
     for (const CudaUnit& unit : units) runs = judge_unit(subject, unit, capability, gpu.driver_version, checks) && runs;
     if (runs) runs_on.push_back(capability);
+  }
+  return runs_on;
+}
+
+std::vector<std::vector<GpuCapability>> check_gpu_per_target(const std::vector<const VerifySubject*>& programs,
+                                                             const GpuTarget& gpu, CheckList& checks) {
+  std::vector<std::vector<GpuCapability>> runs_on(programs.size());
+  if (programs.empty()) return runs_on;
+  const std::string part_label = "part " + programs.front()->part_name;
+  std::vector<std::vector<CudaUnit>> units;
+  std::vector<std::string> targets;
+  bool any_cuda = false;
+  for (const VerifySubject* program : programs) {
+    units.push_back(program_units(*program, checks));
+    targets.push_back(*program->target);
+    if (units.back().empty()) {
+      checks.skip(checks::kGpu, program->label, "no CudaBackend delegate: nothing in it runs on a GPU");
+    } else {
+      any_cuda = true;
+      check_recorded_targets(*program, units.back(), checks);
+    }
+  }
+  if (!any_cuda) return runs_on;
+  if (gpu.capabilities.empty()) {
+    checks.skip(checks::kGpu, part_label, gpu.skip_reason);
+    return runs_on;
+  }
+  for (GpuCapability capability : gpu.capabilities) {
+    TargetProgramChoice choice = choose_target_program(targets, capability);
+    if (!choice.index) {
+      checks.fail(checks::kGpu, part_label, part_label + " cannot run on " + capability.name() + ": " + choice.message);
+      continue;
+    }
+    const size_t index = *choice.index;
+    const std::string picked = "picks " + choice.message + " (" + programs[index]->program_path + ")";
+    bool runs = true;
+    for (const CudaUnit& unit : units[index]) {
+      runs = judge_unit(*programs[index], unit, capability, gpu.driver_version, checks, picked) && runs;
+    }
+    if (runs) runs_on[index].push_back(capability);
   }
   return runs_on;
 }

@@ -13,7 +13,9 @@
 #include <limits>
 #include <random>
 
+#include "ptbundle/compat.h"
 #include "ptbundle/kernels.h"
+#include "ptbundle/manifest.h"
 #include "ptbundle/names.h"
 #include "ptbundle/pt2.h"
 #include "ptbundle/ptd.h"
@@ -283,15 +285,48 @@ Result<RunPart> open_pt2_part(const std::string& path, const RunPartOptions& opt
   return part;
 }
 
+// Parts of a merged bundle listed with one program per GPU target: the one for this GPU.
+Result<RunPart> open_target_program(const fs::path& folder, const ManifestPart& part, const RunPartOptions& options) {
+  std::vector<const ManifestFile*> programs;
+  std::vector<std::string> targets;
+  for (const ManifestFile& file : part.files) {
+    if (file.role != FileRole::Program || !file.target) continue;
+    programs.push_back(&file);
+    targets.push_back(*file.target);
+  }
+  std::string listed;
+  for (const auto& target : targets) listed += (listed.empty() ? "" : ", ") + target;
+  if (!options.gpu) {
+    return invalid(folder.string() + ": part '" + part.name + "' has one program per GPU target (" + listed +
+                   ") and no GPU was found to pick one for");
+  }
+  TargetProgramChoice choice = choose_target_program(targets, *options.gpu);
+  if (!choice.index) return invalid(folder.string() + ": part '" + part.name + "' cannot run: " + choice.message);
+  const ManifestFile& program = *programs[*choice.index];
+  std::optional<fs::path> ptd;
+  if (const ManifestFile* data = part.find_file(FileRole::Data)) ptd = folder / data->path;
+  PTB_TRY(RunPart opened, open_pte_part(folder / program.path, ptd, part.name, options));
+  opened.variant = "picked " + choice.message + " (" + program.path + "); " + opened.variant;
+  return opened;
+}
+
 Result<RunPart> open_bundle_part(const fs::path& folder, const RunPartOptions& options) {
+  std::error_code ec;
+  std::optional<Manifest> manifest;
+  if (fs::exists(folder / kManifestFileName, ec)) {
+    PTB_TRY(manifest, read_manifest(folder.string()));
+  }
   std::string name = options.part;
   if (name.empty()) {
     std::vector<std::string> parts;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(folder, ec)) {
-      if (entry.path().extension() == ".pte" && entry.is_regular_file()) parts.push_back(entry.path().stem().string());
+    if (manifest) {
+      for (const ManifestPart& part : manifest->parts) parts.push_back(part.name);
+    } else {
+      for (const auto& entry : fs::directory_iterator(folder, ec)) {
+        if (entry.path().extension() == ".pte" && entry.is_regular_file()) parts.push_back(entry.path().stem().string());
+      }
+      if (ec) return io_error(folder.string() + ": cannot list the folder: " + ec.message());
     }
-    if (ec) return io_error(folder.string() + ": cannot list the folder: " + ec.message());
     std::sort(parts.begin(), parts.end());
     if (parts.empty()) return invalid(folder.string() + ": no part (<name>.pte) in this folder");
     if (parts.size() > 1) {
@@ -302,8 +337,14 @@ Result<RunPart> open_bundle_part(const fs::path& folder, const RunPartOptions& o
     name = parts[0];
   }
   PTB_CHECK(check_part_name(name, "--part"));
+  if (manifest) {
+    const ManifestPart* part = manifest->find_part(name);
+    if (part && std::any_of(part->files.begin(), part->files.end(),
+                            [](const ManifestFile& file) { return file.role == FileRole::Program && file.target; })) {
+      return open_target_program(folder, *part, options);
+    }
+  }
   fs::path pte = folder / (name + ".pte");
-  std::error_code ec;
   if (!fs::is_regular_file(pte, ec)) return invalid(folder.string() + ": no part '" + name + "' (" + pte.string() + " is missing)");
   std::optional<fs::path> ptd = folder / (name + ".ptd");
   if (!fs::is_regular_file(*ptd, ec)) ptd.reset();

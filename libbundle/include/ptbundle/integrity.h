@@ -93,6 +93,9 @@ struct VerifySubject {
   // Bundle parts only.
   std::optional<std::string> bundle_dir;
   std::optional<ManifestPart> manifest;
+  // Parts with one program per GPU target: this program's target ("sm_90");
+  // the part's other programs are subjects of their own, with the same part_name.
+  std::optional<std::string> target;
   std::shared_ptr<const PtdFile> testcase;  // testcases/<part>.ptd, when it passed its checks
   std::string testcase_method;              // the method the test case calls
 };

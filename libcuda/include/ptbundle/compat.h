@@ -102,4 +102,15 @@ struct VariantChoice {
 // none fits, what would make the payload load there.
 VariantChoice choose_variant(const std::vector<VariantTarget>& variants, GpuCapability gpu);
 
+// Parts of a merged bundle that keep one program per GPU target ("sm_90",
+// "sm_90a", "compute_75"): the program to load on `gpu`. The exact SM first,
+// else the highest cubin target of the GPU's major below its minor, else the
+// highest PTX target at or below it. The message says which and why, or, when
+// none fits, lists the targets there are.
+struct TargetProgramChoice {
+  std::optional<size_t> index;
+  std::string message;
+};
+TargetProgramChoice choose_target_program(const std::vector<std::string>& targets, GpuCapability gpu);
+
 }  // namespace ptb

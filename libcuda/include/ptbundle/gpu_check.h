@@ -42,6 +42,13 @@ Result<GpuTarget> resolve_gpu_target(std::string_view option, const std::string&
 // `gpu` the subject runs on (all of them for a subject with no CUDA code).
 std::vector<GpuCapability> check_gpu(const VerifySubject& subject, const GpuTarget& gpu, CheckList& checks);
 
+// The same for a part kept as one program per GPU target (subjects with
+// `target`, all of one part): on each GPU the part runs when the program
+// choose_target_program picks runs there. Returns, per program, the
+// capabilities it was picked for and runs on.
+std::vector<std::vector<GpuCapability>> check_gpu_per_target(const std::vector<const VerifySubject*>& programs,
+                                                             const GpuTarget& gpu, CheckList& checks);
+
 // kTestcase for one subject: reproduced on a GPU here when the runner is
 // built and the subject runs on that GPU (`runs_on`, from check_gpu),
 // compared with the tolerance bundle.json records (a .bpte's: by dtype, see
