@@ -48,12 +48,16 @@ void put_u64(std::vector<uint8_t>& bytes, size_t at, uint64_t value) {
 // ExecuTorch's serializers lay files out.
 std::vector<uint8_t> splice(const flatbuffers::FlatBufferBuilder& builder, const std::vector<uint8_t>& header) {
   const uint8_t* fb = builder.GetBufferPointer();
-  std::vector<uint8_t> out(fb, fb + 8);
+  size_t size = builder.GetSize();
+  // Sized once and filled with memcpy: GCC 12 at -O2 reports a false
+  // -Warray-bounds for vector::insert after a short vector.
+  std::vector<uint8_t> out(size + header.size());
+  std::memcpy(out.data(), fb, 8);
   uint32_t root = 0;
   for (int i = 3; i >= 0; --i) root = (root << 8) | fb[i];
   put_u32(out, 0, root + static_cast<uint32_t>(header.size()));
-  out.insert(out.end(), header.begin(), header.end());
-  out.insert(out.end(), fb + 8, fb + builder.GetSize());
+  if (!header.empty()) std::memcpy(out.data() + 8, header.data(), header.size());
+  std::memcpy(out.data() + 8 + header.size(), fb + 8, size - 8);
   return out;
 }
 
