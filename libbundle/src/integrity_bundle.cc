@@ -209,17 +209,6 @@ std::string value_text(const ManifestValue& value) {
   return text;
 }
 
-ManifestValue value_of(const ValueSpec& spec) {
-  ManifestValue value;
-  value.kind = spec.kind;
-  if (spec.kind == "tensor" && spec.tensor) {
-    value.dtype = scalar_type_name(spec.tensor->scalar_type);
-    value.shape = spec.tensor->sizes;
-    value.dynamism = spec.tensor->dynamism;
-  }
-  return value;
-}
-
 std::string values_text(const std::vector<ManifestValue>& values) {
   std::vector<std::string> items;
   for (const auto& value : values) items.push_back(value_text(value));
@@ -249,15 +238,10 @@ void check_manifest_program(const ManifestPart& part, const PteFile& pte, CheckL
       mismatch("bundle.json lists method " + in_quotes(listed.name) + ", which the program lacks");
       continue;
     }
-    std::vector<ManifestValue> inputs, outputs;
-    std::vector<ManifestDelegate> delegates;
-    for (const auto& v : it->inputs) inputs.push_back(value_of(v));
-    for (const auto& v : it->outputs) outputs.push_back(value_of(v));
-    for (const auto& d : it->delegates) {
-      ManifestDelegate delegate{d.id, std::nullopt};
-      if (const auto* spec = d.find_spec("data_name")) delegate.data_name = std::string(spec->value.begin(), spec->value.end());
-      delegates.push_back(std::move(delegate));
-    }
+    const ManifestMethod found = manifest_method(*it);
+    const auto& inputs = found.inputs;
+    const auto& outputs = found.outputs;
+    const auto& delegates = found.delegates;
     const std::string method = "method " + in_quotes(listed.name) + ": ";
     if (values_text(inputs) != values_text(listed.inputs))
       mismatch(method + "bundle.json records inputs " + values_text(listed.inputs) + "; the program takes " + values_text(inputs));

@@ -474,6 +474,29 @@ Result<Manifest> manifest_from_json(const Json& json, const std::string& name) {
   return manifest;
 }
 
+ManifestMethod manifest_method(const MethodInfo& method) {
+  ManifestMethod out;
+  out.name = method.name;
+  auto value_of = [](const ValueSpec& spec) {
+    ManifestValue value;
+    value.kind = spec.kind;
+    if (spec.kind == "tensor" && spec.tensor) {
+      value.dtype = scalar_type_name(spec.tensor->scalar_type);
+      value.shape = spec.tensor->sizes;
+      value.dynamism = spec.tensor->dynamism;
+    }
+    return value;
+  };
+  for (const auto& v : method.inputs) out.inputs.push_back(value_of(v));
+  for (const auto& v : method.outputs) out.outputs.push_back(value_of(v));
+  for (const auto& d : method.delegates) {
+    ManifestDelegate delegate{d.id, std::nullopt};
+    if (const auto* spec = d.find_spec("data_name")) delegate.data_name = std::string(spec->value.begin(), spec->value.end());
+    out.delegates.push_back(std::move(delegate));
+  }
+  return out;
+}
+
 Result<Manifest> parse_manifest(std::string_view text, const std::string& name) {
   Json json = Json::parse(text.begin(), text.end(), nullptr, false);
   if (json.is_discarded()) return invalid(name + ": not valid JSON; expected a ptbundle manifest");

@@ -63,30 +63,10 @@ struct WrittenPart {
   std::vector<WrittenFile> files;
 };
 
-ManifestValue manifest_value(const ValueSpec& spec) {
-  ManifestValue value;
-  value.kind = spec.kind;
-  if (spec.kind == "tensor" && spec.tensor) {
-    value.dtype = scalar_type_name(spec.tensor->scalar_type);
-    value.shape = spec.tensor->sizes;
-    value.dynamism = spec.tensor->dynamism;
-  }
-  return value;
-}
-
 std::vector<ManifestMethod> manifest_methods(const std::vector<MethodInfo>& methods) {
   std::vector<ManifestMethod> out;
   for (const auto& method : methods) {
-    ManifestMethod m;
-    m.name = method.name;
-    for (const auto& v : method.inputs) m.inputs.push_back(manifest_value(v));
-    for (const auto& v : method.outputs) m.outputs.push_back(manifest_value(v));
-    for (const auto& d : method.delegates) {
-      ManifestDelegate delegate{d.id, std::nullopt};
-      if (const auto* spec = d.find_spec("data_name")) delegate.data_name = std::string(spec->value.begin(), spec->value.end());
-      m.delegates.push_back(std::move(delegate));
-    }
-    out.push_back(std::move(m));
+    out.push_back(manifest_method(method));
   }
   return out;
 }

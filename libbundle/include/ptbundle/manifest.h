@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ptbundle/pte.h"
 #include "ptbundle/result.h"
 
 namespace ptb {
@@ -71,6 +72,11 @@ struct ManifestMethod {
   std::vector<ManifestValue> outputs;
   std::vector<ManifestDelegate> delegates;
 };
+
+// What bundle.json records of a method of a program: export writes it, and
+// verify compares it with the program found on disk.
+ManifestMethod manifest_method(const MethodInfo& method);
+
 
 struct KernelTarget {
   std::string target;  // "sm_90", "sm_90a", "compute_75"
