@@ -53,6 +53,15 @@ Result<ElfHeader> read_elf64(Bytes data, uint64_t offset, const std::string& con
                      std::to_string(table_size) + " bytes) run past the end of the data (" +
                      std::to_string(limit) + " bytes from the ELF's start)");
     header.extent = std::max(header.extent, program_offset + table_size);
+    for (uint16_t i = 0; i < program_count; ++i) {
+      const uint64_t entry = offset + program_offset + uint64_t{i} * kProgramHeaderSize;
+      ElfSegment segment;
+      segment.type = load_le<uint32_t>(data, entry);
+      segment.flags = load_le<uint32_t>(data, entry + 4);
+      segment.vaddr = load_le<uint64_t>(data, entry + 16);
+      segment.memsz = load_le<uint64_t>(data, entry + 40);
+      header.segments.push_back(segment);
+    }
   }
   if (section_count == 0) return header;
   if (section_entry_size != kSectionHeaderSize)

@@ -25,6 +25,14 @@ struct ElfSection {
   uint64_t size = 0;    // 0 for SHT_NOBITS: no bytes in the file
 };
 
+// A program header (segment): what the loader maps, and with which rights.
+struct ElfSegment {
+  uint32_t type = 0;   // PT_LOAD 1, PT_GNU_RELRO 0x6474e552
+  uint32_t flags = 0;  // PF_X 1, PF_W 2, PF_R 4
+  uint64_t vaddr = 0;
+  uint64_t memsz = 0;
+};
+
 struct ElfHeader {
   uint8_t abi_version = 0;  // e_ident[EI_ABIVERSION]
   uint16_t machine = 0;
@@ -33,6 +41,7 @@ struct ElfHeader {
   // and sections cover: the extent of an ELF embedded in a larger blob.
   uint64_t extent = 0;
   std::vector<ElfSection> sections;
+  std::vector<ElfSegment> segments;
 };
 
 // True when `data` at `offset` starts like an ELF64 little-endian file.
