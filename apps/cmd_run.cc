@@ -38,6 +38,7 @@ struct RunArgs {
   std::optional<double> atol;
   std::optional<double> rtol;
   bool json = false;
+  bool pageable_upload = false;
 };
 
 // "NAME=FILE" or "FILE"; NAME is an index or the library's input/output name.
@@ -189,6 +190,7 @@ int run_part_command(const RunArgs& args) {
   request.weights = &part->weights;
   request.device = args.device;
   request.library_checks_inputs = !part->inputs;
+  request.staged_upload = !args.pageable_upload;
   auto model = AotiModel::load(request);
   if (!model.ok()) return report(model.error());
   LoadTimes load = model->load_times();
@@ -223,7 +225,8 @@ int run_part_command(const RunArgs& args) {
   doc["kernels"] = part->kernels;
   doc["weights"] = {{"layout", weights_layout_name(part->weights.layout)},
                     {"file", part->weights.file},
-                    {"bytes", load.weight_bytes}};
+                    {"bytes", load.weight_bytes},
+                    {"upload", load.upload_method}};
   doc["load_ms"] = {{"read", load.read_ms},
                     {"library", load.library_ms},
                     {"create", load.create_ms},
@@ -241,6 +244,7 @@ int run_part_command(const RunArgs& args) {
                       ms_text(load.create_ms) + ", weights " + ms_text(load.weights_ms) + " (" +
                       human_size(load.weight_bytes) + " " + weights_layout_name(part->weights.layout) + rate +
                       "), total " + ms_text(load.total_ms()));
+  if (load.weight_bytes) out.lines.push_back("upload: " + load.upload_method);
 
   Json inputs_json = Json::array();
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -393,6 +397,8 @@ Action add_run(CLI::App& root) {
   command->add_option("--warmup", args->warmup, "Untimed calls before timing (default 10)");
   command->add_option("--iterations", args->iterations, "Timed calls (default 100; 0: no timing)");
   command->add_option("--device", args->device, "CUDA device index (default 0)");
+  command->add_flag("--pageable-upload", args->pageable_upload,
+                    "Upload weights with plain cudaMemcpy instead of pinned staging buffers (to compare)");
   command->add_flag("--json", args->json, "One JSON document on stdout");
   return [args] { return run_part_command(*args); };
 }

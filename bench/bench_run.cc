@@ -3,18 +3,14 @@
 //     library driven by a minimal C++ loop through the same C ABI, and
 //     against eager PyTorch when its figure is given (--eager-us, measured by
 //     a python3 snippet in the same session on the same GPU);
-//  2. host-to-device upload rates against pinned memory measured in the same
-//     run: pageable memory of a mapped file (what AOTInductor's
-//     update_constants_from_blob copies from), the runner's per-FQN path
-//     (at::Tensor::copy_ from that mapping), and the mapping registered with
-//     cudaHostRegister (read-only) first.
-// Goals (issue 6): the runner adds under 2% or 5 us per call, whichever is
-// larger; weight upload at >= 50% of pinned bandwidth.
+// (Weight upload rates are bench_upload's.)
+// Goal (issue 6): the runner adds under 2% or 5 us per call, whichever is
+// larger.
 // Seen on an H200 (LibTorch 2.11, mlp_et.pt2, 2000 calls, best of 3 rounds):
 // runner 28.10 us, minimal loop 26.85 us (+1.25 us), eager PyTorch 50.82 us.
 //
 //   bench_run [--package PATH.pt2] [--input IN.npy] [--iterations N]
-//             [--upload-mib N] [--eager-us X]
+//             [--eager-us X]
 #include <cstdio>
 #include <string>
 
@@ -57,7 +53,6 @@ struct Options {
   std::string input;
   int iterations = 2000;
   int warmup = 200;
-  uint64_t upload_mib = 256;
   double eager_us = 0;
 };
 
@@ -138,72 +133,6 @@ std::vector<double> minimal_loop(const RunPart& part, const at::Tensor& input, i
   return times;
 }
 
-double gb_per_second(uint64_t bytes, double ms) { return ms > 0 ? static_cast<double>(bytes) / (ms / 1000) / 1e9 : 0; }
-
-template <class Body>
-double best_ms(int repeats, Body&& body) {
-  double best = 1e30;
-  for (int i = 0; i < repeats; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    body();
-    cudaDeviceSynchronize();
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best;
-}
-
-void upload_rates(uint64_t bytes) {
-  const double pinned = need(pinned_upload_gb_per_second(bytes, 0, 5));
-  std::printf("upload of %.0f MiB: pinned %.1f GB/s (reference)\n", bytes / 1048576.0, pinned);
-  auto report = [&](const char* what, double ms) {
-    const double rate = gb_per_second(bytes, ms);
-    std::printf("  %-46s %6.1f GB/s = %3.0f%% of pinned\n", what, rate, 100 * rate / pinned);
-  };
-
-  // A data file in the page cache, mapped as the runner maps a .ptd.
-  std::string path = (fs::temp_directory_path() / "bench_run_weights.bin").string();
-  {
-    std::vector<uint8_t> chunk(64 << 20, 0x3c);
-    AtomicOutput out = need(AtomicOutput::create(path));
-    for (uint64_t done = 0; done < bytes; done += chunk.size())
-      if (!out.write(Bytes(chunk.data(), std::min<uint64_t>(chunk.size(), bytes - done))).ok()) fail("write failed");
-    if (!out.commit().ok()) fail("commit failed");
-  }
-  MappedFile mapped = need(MappedFile::open(path));
-  const uint8_t* host = mapped.bytes().data();
-  at::Tensor device = at::empty({static_cast<int64_t>(bytes)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, 0));
-
-  // update_constants_from_blob: one synchronous cudaMemcpy per constant.
-  const uint64_t constant = 64ull << 20;
-  report("blob path (cudaMemcpy from the mapped file)", best_ms(3, [&] {
-           for (uint64_t done = 0; done < bytes; done += constant)
-             cudaMemcpy(static_cast<uint8_t*>(device.data_ptr()) + done, host + done, std::min(constant, bytes - done),
-                        cudaMemcpyHostToDevice);
-         }));
-  // The runner's per-FQN path: a byte tensor over the mapping, copied.
-  report("per-FQN path (at::Tensor::copy_ from mapping)", best_ms(3, [&] {
-           device.copy_(at::from_blob(const_cast<uint8_t*>(host), {static_cast<int64_t>(bytes)},
-                                      at::TensorOptions().dtype(at::kByte)));
-         }));
-  // Registering the mapping first lets the copy engine read it directly
-  // (last: pinning a file mapping is the step most likely to be refused).
-  std::printf("  registering the mapping...\n");
-  bool registered = true;
-  double registered_ms = best_ms(1, [&] {
-    cudaError_t code = cudaHostRegister(const_cast<uint8_t*>(host), bytes, cudaHostRegisterReadOnly);
-    if (code != cudaSuccess) {
-      std::printf("  cudaHostRegister(read-only) refused: %s\n", cudaGetErrorString(code));
-      cudaGetLastError();
-      registered = false;
-      return;
-    }
-    cudaMemcpy(device.data_ptr(), host, bytes, cudaMemcpyHostToDevice);
-    cudaHostUnregister(const_cast<uint8_t*>(host));
-  });
-  if (registered) report("registered mapping (cudaHostRegister + copy)", registered_ms);
-  ::unlink(path.c_str());
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -216,7 +145,6 @@ int main(int argc, char** argv) {
     if (flag == "--package") options.package = value;
     else if (flag == "--input") options.input = value;
     else if (flag == "--iterations") options.iterations = std::stoi(value);
-    else if (flag == "--upload-mib") options.upload_mib = std::stoull(value);
     else if (flag == "--eager-us") options.eager_us = std::stod(value);
     else fail("unknown option " + flag);
   }
@@ -261,7 +189,6 @@ int main(int argc, char** argv) {
   if (options.eager_us > 0) {
     std::printf("  eager PyTorch         %8.2f us; runner / eager %.3f\n", options.eager_us, runner_us / options.eager_us);
   }
-  upload_rates(options.upload_mib << 20);
   return 0;
 }
 

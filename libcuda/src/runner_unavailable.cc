@@ -39,6 +39,10 @@ Result<CudaDeviceInfo> cuda_device(int) { return usage_error(runner_unavailable_
 
 Result<double> pinned_upload_gb_per_second(uint64_t, int, int) { return usage_error(runner_unavailable_reason()); }
 
+Status staged_upload(std::span<const HostToDevice>, int, const StagingOptions&) {
+  return usage_error(runner_unavailable_reason());
+}
+
 }  // namespace ptb
 
 #endif

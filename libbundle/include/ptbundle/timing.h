@@ -51,6 +51,7 @@ struct LoadTimes {
   double create_ms = 0;    // creating the model container on the GPU
   double weights_ms = 0;   // uploading the weights to the GPU
   uint64_t weight_bytes = 0;
+  std::string upload_method;  // how the weights reached the GPU, for people
   double total_ms() const { return read_ms + library_ms + create_ms + weights_ms; }
   // 0 when nothing was uploaded.
   double upload_gb_per_second() const;

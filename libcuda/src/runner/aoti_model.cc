@@ -10,7 +10,13 @@
 #include <cuda_runtime_api.h>
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <future>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -18,6 +24,7 @@
 
 #include "ptbundle/runner.h"
 #include "runner/aoti_abi.h"
+#include "runner/copy_redirect.h"
 #include "runner/loaded_library.h"
 
 namespace ptb {
@@ -31,6 +38,44 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kSeeAbove = " (the library printed its reason on stderr)";
+
+// Below this, setting up the pinned buffers (a few ms) costs more than
+// staging saves.
+constexpr uint64_t kStageWeightsAtLeast = 16ull << 20;
+
+// Each weight starts at a multiple of this in the per-FQN arena: a multiple
+// of every element size, and what cudaMalloc itself guarantees.
+constexpr uint64_t kWeightAlignment = 256;
+
+// Maps the pages of `bytes` ahead of the copy (MADV_POPULATE_READ, Linux
+// 5.14+; elsewhere the copy faults them in as before).
+void fault_in(Bytes bytes) {
+  if (bytes.empty()) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(bytes.data()) & ~(page - 1);
+  const auto end = reinterpret_cast<uintptr_t>(bytes.data() + bytes.size());
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ);
+}
+
+std::future<Result<std::unique_ptr<Stager>>> prepare_upload(const PartWeights& weights, int device) {
+  return std::async(std::launch::async, [&weights, device]() -> Result<std::unique_ptr<Stager>> {
+    if (weights.layout == WeightsLayout::Blob) fault_in(weights.blob);
+    for (const FqnWeightBytes& weight : weights.tensors) fault_in(weight.bytes);
+    return Stager::create(device, default_staging_options());
+  });
+}
+
+std::string staging_text(const Stager& stager) {
+  const StagingOptions& options = stager.options();
+  std::string where = stager.cpus().empty() ? std::string()
+                                            : " on the " + std::to_string(stager.cpus().size()) + " CPUs near the GPU";
+  char busy[96];
+  std::snprintf(busy, sizeof busy, "; %llu copies took %.2f ms", static_cast<unsigned long long>(stager.calls()),
+                stager.busy_ms());
+  return "staged through pinned buffers (" + std::to_string(options.threads) + " threads x " +
+         std::to_string(options.buffers_per_thread) + " x " + std::to_string(options.chunk_bytes >> 20) + " MiB" +
+         where + busy + ")";
+}
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -98,6 +143,10 @@ struct AotiModel::State {
   AotiAbi abi;
   runner::ContainerHandle container = nullptr;
   std::vector<std::unique_ptr<at::Tensor>> bound_weights;  // per-FQN weights the container points into
+  // Pinning the staging buffers and faulting in the weights' pages, started
+  // before the library is loaded so that both overlap its loading and the
+  // container's creation (over 100 ms on the H200 machine).
+  std::future<Result<std::unique_ptr<Stager>>> preparing;
   int device = 0;
   std::string label;
   std::vector<std::string> input_names;
@@ -135,7 +184,24 @@ struct AotiModel::State {
     return list;
   }
 
-  Status load_blob(const PartWeights& weights) {
+  // The Stager prepared while the library loaded, or null with
+  // times.upload_method saying why there is none.
+  std::unique_ptr<Stager> take_stager(bool allowed) {
+    times.upload_method = "pageable cudaMemcpy";
+    if (!allowed) {
+      times.upload_method += " (staging turned off)";
+      return nullptr;
+    }
+    if (!preparing.valid()) return nullptr;  // too little to be worth it
+    auto created = preparing.get();
+    if (!created.ok()) {
+      times.upload_method += " (" + created.error().message + ")";
+      return nullptr;
+    }
+    return std::move(created).value();
+  }
+
+  Status load_blob(const PartWeights& weights, Bytes library_elf, bool staged) {
     if (!abi.update_constants_from_blob) {
       return invalid(label + ": the library does not export AOTInductorModelUpdateConstantsFromBlob, so it cannot "
                              "take the weights blob " + weights.blob_key + " of " + weights.file);
@@ -151,17 +217,34 @@ struct AotiModel::State {
                      " (the blob is short: export the part again)");
     }
     auto start = Clock::now();
-    if (abi.update_constants_from_blob(container, weights.blob.data()) != kAotiSuccess) {
+    std::unique_ptr<Stager> stager = take_stager(staged);
+    int32_t code = 0;
+    uint64_t staged_bytes = 0;
+    std::string staging_failure;
+    if (stager) {
+      auto redirect = runner::CopyRedirect::install(library, library_elf, weights.blob, *stager, label);
+      if (!redirect.active()) times.upload_method += " (" + redirect.why_not() + ")";
+      code = abi.update_constants_from_blob(container, weights.blob.data());
+      staged_bytes = redirect.staged_bytes();
+      staging_failure = redirect.failure();
+    } else {
+      code = abi.update_constants_from_blob(container, weights.blob.data());
+    }
+    if (code != kAotiSuccess) {
       return invalid(label + ": AOTInductorModelUpdateConstantsFromBlob failed for " + weights.file + " '" +
-                     weights.blob_key + "'" + kSeeAbove);
+                     weights.blob_key + "'" + (staging_failure.empty() ? kSeeAbove : ": " + staging_failure));
     }
     c10::cuda::device_synchronize();
     times.weights_ms = ms_since(start);
     times.weight_bytes = needed ? needed : weights.blob.size();
+    if (staged_bytes > 0) {
+      times.upload_method = staging_text(*stager) + ", " + std::to_string(staged_bytes >> 20) + " of " +
+                            std::to_string(times.weight_bytes >> 20) + " MiB";
+    }
     return {};
   }
 
-  Status load_per_fqn(const PartWeights& weights) {
+  Status load_per_fqn(const PartWeights& weights, bool staged) {
     PTB_TRY(auto list, constants());
     std::unordered_map<std::string, std::vector<const ConstantInfo*>> by_fqn;
     for (const auto& constant : list)
@@ -177,11 +260,6 @@ struct AotiModel::State {
         return invalid(weights.file + ": no weight for constant '" + constant.fqn + "' of " + label + "'s library");
       }
     }
-
-    auto start = Clock::now();
-    std::vector<ConstantEntry> pairs;
-    std::unordered_map<std::string, AtenTensorHandle> map;
-    uint64_t total = 0;
     for (const FqnWeightBytes& weight : weights.tensors) {
       auto found = by_fqn.find(weight.meta.fqn);
       if (found == by_fqn.end()) {
@@ -194,24 +272,64 @@ struct AotiModel::State {
                        scalar_type_name(static_cast<int8_t>(weight.meta.dtype)) + "; the library expects " +
                        scalar_type_name(static_cast<int8_t>(library_dtype)));
       }
-      const at::Device where = weight.meta.device_type == 1 ? at::Device(at::kCUDA, device_index(device))
-                                                             : at::Device(at::kCPU);
-      const auto length = static_cast<int64_t>(weight.bytes.size());
-      at::Tensor storage = at::empty({length}, at::TensorOptions().dtype(at::kByte).device(where));
-      if (length > 0) {
-        storage.copy_(at::from_blob(const_cast<uint8_t*>(weight.bytes.data()), {length},
-                                    at::TensorOptions().dtype(at::kByte)));
+    }
+
+    auto start = Clock::now();
+    // The GPU weights share one allocation, filled by one staged upload;
+    // each weight is a view into it at an aligned offset.
+    std::vector<uint64_t> arena_offset(weights.tensors.size(), 0);
+    uint64_t arena_bytes = 0;
+    for (size_t i = 0; i < weights.tensors.size(); ++i) {
+      if (weights.tensors[i].meta.device_type != 1) continue;
+      arena_offset[i] = arena_bytes;
+      arena_bytes += (weights.tensors[i].bytes.size() + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
+    }
+    const at::Device gpu(at::kCUDA, device_index(device));
+    at::Tensor arena = at::empty({static_cast<int64_t>(arena_bytes)}, at::TensorOptions().dtype(at::kByte).device(gpu));
+    auto* arena_base = static_cast<uint8_t*>(arena.data_ptr());
+    std::vector<HostToDevice> copies;
+    uint64_t total = 0;
+    for (size_t i = 0; i < weights.tensors.size(); ++i) {
+      total += weights.tensors[i].bytes.size();
+      if (weights.tensors[i].meta.device_type == 1 && !weights.tensors[i].bytes.empty())
+        copies.push_back({weights.tensors[i].bytes, arena_base + arena_offset[i]});
+    }
+    std::unique_ptr<Stager> stager = take_stager(staged);
+    if (stager) {
+      PTB_CHECK(stager->copy(copies));
+      times.upload_method = staging_text(*stager);
+    } else {
+      for (const HostToDevice& copy : copies) {
+        cudaError_t code = cudaMemcpy(copy.device, copy.source.data(), copy.source.size(), cudaMemcpyHostToDevice);
+        if (code != cudaSuccess) return invalid(label + ": uploading the weights of " + weights.file + ": " + cuda_error(code));
       }
-      auto view = std::make_unique<at::Tensor>(at::empty(
-          {0}, at::TensorOptions().dtype(static_cast<c10::ScalarType>(weight.meta.dtype)).device(where)));
-      view->set_(storage.storage(), weight.meta.storage_offset, weight.meta.sizes, weight.meta.strides);
+    }
+
+    std::vector<ConstantEntry> pairs;
+    std::unordered_map<std::string, AtenTensorHandle> map;
+    for (size_t i = 0; i < weights.tensors.size(); ++i) {
+      const FqnWeightBytes& weight = weights.tensors[i];
+      const auto dtype = static_cast<c10::ScalarType>(weight.meta.dtype);
+      auto view = std::make_unique<at::Tensor>();
+      if (weight.meta.device_type == 1) {
+        const auto element = static_cast<int64_t>(c10::elementSize(dtype));
+        *view = at::empty({0}, at::TensorOptions().dtype(dtype).device(gpu));
+        view->set_(arena.storage(), static_cast<int64_t>(arena_offset[i]) / element + weight.meta.storage_offset,
+                   weight.meta.sizes, weight.meta.strides);
+      } else {
+        // Constants the library keeps on the CPU stay in host memory.
+        const auto length = static_cast<int64_t>(weight.bytes.size());
+        at::Tensor storage = at::empty({length}, at::TensorOptions().dtype(at::kByte));
+        if (length > 0) std::memcpy(storage.data_ptr(), weight.bytes.data(), weight.bytes.size());
+        *view = at::empty({0}, at::TensorOptions().dtype(dtype));
+        view->set_(storage.storage(), weight.meta.storage_offset, weight.meta.sizes, weight.meta.strides);
+      }
       AtenTensorHandle handle = handle_of(view.get());
-      for (const ConstantInfo* constant : found->second) {
+      for (const ConstantInfo* constant : by_fqn.find(weight.meta.fqn)->second) {
         pairs.push_back({constant->name.c_str(), handle});
         map[constant->name] = handle;
       }
       bound_weights.push_back(std::move(view));
-      total += weight.bytes.size();
     }
     int32_t code = 0;
     if (abi.update_user_managed_constant_buffer_pairs) {
@@ -309,6 +427,8 @@ Result<AotiModel> AotiModel::load(const LoadRequest& request) {
     auto state = std::make_unique<State>();
     state->device = request.device;
     state->label = request.label;
+    if (request.weights && request.staged_upload && request.weights->total_bytes() >= kStageWeightsAtLeast)
+      state->preparing = prepare_upload(*request.weights, request.device);
 
     auto start = Clock::now();
     auto library = runner::LoadedLibrary::open(request.library, "model.so", request.library_origin);
@@ -350,8 +470,10 @@ Result<AotiModel> AotiModel::load(const LoadRequest& request) {
     state->output_handles.resize(outputs);
 
     const PartWeights* weights = request.weights;
-    if (weights && weights->layout == WeightsLayout::Blob) PTB_CHECK(state->load_blob(*weights));
-    if (weights && weights->layout == WeightsLayout::PerFqn) PTB_CHECK(state->load_per_fqn(*weights));
+    if (weights && weights->layout == WeightsLayout::Blob)
+      PTB_CHECK(state->load_blob(*weights, request.library, request.staged_upload));
+    if (weights && weights->layout == WeightsLayout::PerFqn)
+      PTB_CHECK(state->load_per_fqn(*weights, request.staged_upload));
     PTB_CHECK(state->check_constants_present(weights));
 
     AotiModel model;

@@ -1,6 +1,7 @@
 #include "runner/loaded_library.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -101,6 +102,12 @@ LoadedLibrary::~LoadedLibrary() {
 }
 
 void* LoadedLibrary::symbol(const char* name) const { return handle_ ? ::dlsym(handle_, name) : nullptr; }
+
+uintptr_t LoadedLibrary::load_bias() const {
+  link_map* map = nullptr;
+  if (!handle_ || ::dlinfo(handle_, RTLD_DI_LINKMAP, &map) != 0 || !map) return 0;
+  return static_cast<uintptr_t>(map->l_addr);
+}
 
 std::string make_libtorch_global() {
   static const std::string missing = [] {

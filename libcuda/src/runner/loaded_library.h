@@ -4,6 +4,7 @@
 // succeeded or not, so no copy of the library is left behind.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "ptbundle/file.h"
@@ -26,6 +27,8 @@ class LoadedLibrary {
 
   // nullptr when the library does not export `name`.
   void* symbol(const char* name) const;
+  // What the loader added to the library's virtual addresses (l_addr).
+  uintptr_t load_bias() const;
 
  private:
   void* handle_ = nullptr;
