@@ -15,6 +15,7 @@
 #include "ptbundle/sha256.h"
 #include "ptbundle/timing.h"
 #include "ptbundle/tolerance.h"
+#include "gpu_support.h"
 #include "support.h"
 
 using namespace ptb;
@@ -326,58 +327,9 @@ TEST_CASE("run: random inputs follow the signature and the seed") {
 
 namespace {
 
-// Why GPU tests cannot run here, or "" when they can.
-std::string gpu_missing() {
-  if (!kRunnerBuilt) return std::string("built without LibTorch (") + PTB_LIBTORCH_STATUS + ")";
-  auto device = cuda_device(0);
-  if (!device.ok()) return device.error().message + " (LibTorch " + libtorch_version() + ")";
-  return "";
-}
-
-#define PTB_REQUIRE_GPU()                          \
-  do {                                             \
-    PTB_REQUIRE_FIXTURES();                        \
-    std::string missing_ = gpu_missing();          \
-    if (!missing_.empty()) {                       \
-      ::ptb::test::skip(missing_);                 \
-      return;                                      \
-    }                                              \
-  } while (0)
-
-// Points TMPDIR at a fresh folder for the test's lifetime, so that what the
-// runner leaves behind can be seen.
-class ScopedTmpdir {
- public:
-  ScopedTmpdir() {
-    if (const char* old = std::getenv("TMPDIR")) old_ = old;
-    setenv("TMPDIR", dir_.path().c_str(), 1);
-  }
-  ~ScopedTmpdir() {
-    if (old_) setenv("TMPDIR", old_->c_str(), 1);
-    else unsetenv("TMPDIR");
-  }
-  bool empty() const { return fs::is_empty(dir_.path()); }
-
- private:
-  TempDir dir_;
-  std::optional<std::string> old_;
-};
-
-RunPartOptions this_gpu() {
-  RunPartOptions options;
-  options.gpu = cuda_device(0)->capability;
-  return options;
-}
-
-HostTensor npy_tensor(const fs::path& path) {
-  auto file = NpyFile::open(path.string());
-  REQUIRE_MESSAGE(file.ok(), file.error().message);
-  HostTensor tensor;
-  tensor.scalar_type = file->header().scalar_type;
-  tensor.shape = file->header().shape;
-  tensor.data.assign(file->data().begin(), file->data().end());
-  return tensor;
-}
+using ptb::test::npy_tensor;
+using ptb::test::ScopedTmpdir;
+using ptb::test::this_gpu;
 
 void run_package(const std::string& stem) {
   ScopedTmpdir tmp;
@@ -391,7 +343,7 @@ void run_package(const std::string& stem) {
   request.library_checks_inputs = true;
   auto model = AotiModel::load(request);
   REQUIRE_MESSAGE(model.ok(), model.error().message);
-  CHECK(tmp.empty());  // the library's copy is gone once it is loaded
+  CHECK_MESSAGE(tmp.empty(), tmp.listing());  // the library's copy is gone once it is loaded
   CHECK(model->num_inputs() == 1);
   CHECK(model->num_outputs() == 1);
   CHECK(model->load_times().weight_bytes == 3200);
@@ -451,7 +403,7 @@ TEST_CASE("run on GPU: a short or missing weights blob fails at load naming the 
   auto unloaded = AotiModel::load(request);
   REQUIRE_FALSE(unloaded.ok());
   CHECK_CONTAINS(unloaded.error().message, "3 constants of the library have no value and the part has no weights");
-  CHECK(tmp.empty());
+  CHECK_MESSAGE(tmp.empty(), tmp.listing());
 }
 
 TEST_CASE("run on GPU: a wrong-shape input is refused, not run") {
@@ -500,14 +452,14 @@ TEST_CASE("run on GPU: a library that is not an AOTInductor model is refused and
   auto model = AotiModel::load(request);
   REQUIRE_FALSE(model.ok());
   CHECK_CONTAINS(model.error().message, "does not export AOTInductorModelContainerCreateWithDevice");
-  CHECK(tmp.empty());
+  CHECK_MESSAGE(tmp.empty(), tmp.listing());
 
   std::vector<uint8_t> garbage(1000, 0x41);
   request.library = Bytes(garbage.data(), garbage.size());
   auto bad = AotiModel::load(request);
   REQUIRE_FALSE(bad.ok());
   CHECK_CONTAINS(bad.error().message, "cannot load the library");
-  CHECK(tmp.empty());
+  CHECK_MESSAGE(tmp.empty(), tmp.listing());
 }
 
 TEST_CASE("run on GPU: the CLI runs a package, writes its output, checks it and times it") {

@@ -1,0 +1,65 @@
+// What the GPU tests share. They run only where ptbundle was built with
+// LibTorch and a CUDA GPU is visible (scripts/gpu-check); elsewhere they print
+// "SKIPPED <test>: <what is missing>" and return. They print their figures on
+// lines starting "[gpu]", which gpu-check collects.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "ptbundle/run_part.h"
+#include "ptbundle/runner.h"
+#include "support.h"
+
+namespace ptb::test {
+
+// Why GPU tests cannot run here, or "" when they can.
+std::string gpu_missing();
+
+// Options that check kernels against the GPU LibTorch sees as device 0.
+RunPartOptions this_gpu();
+
+HostTensor npy_tensor(const fs::path& path);
+
+// Packages tests/gpu/make_packages.py compiled on this GPU machine
+// (scripts/gpu-check sets PTB_GPU_PACKAGES), or nullopt.
+std::optional<fs::path> gpu_packages();
+
+// Points TMPDIR at a fresh folder for the test's lifetime, so that what the
+// runner leaves behind can be seen.
+class ScopedTmpdir {
+ public:
+  ScopedTmpdir();
+  ~ScopedTmpdir();
+  ScopedTmpdir(const ScopedTmpdir&) = delete;
+  ScopedTmpdir& operator=(const ScopedTmpdir&) = delete;
+  bool empty() const { return fs::is_empty(dir_.path()); }
+  // "a, b/c": what is in it, for the message of a failed empty() check.
+  std::string listing() const;
+
+ private:
+  TempDir dir_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace ptb::test
+
+#define PTB_REQUIRE_GPU()                                \
+  do {                                                   \
+    PTB_REQUIRE_FIXTURES();                              \
+    std::string missing_ = ::ptb::test::gpu_missing();   \
+    if (!missing_.empty()) {                             \
+      ::ptb::test::skip(missing_);                       \
+      return;                                            \
+    }                                                    \
+  } while (0)
+
+#define PTB_REQUIRE_GPU_PACKAGES()                                                                   \
+  do {                                                                                               \
+    PTB_REQUIRE_GPU();                                                                               \
+    if (!::ptb::test::gpu_packages()) {                                                              \
+      ::ptb::test::skip("PTB_GPU_PACKAGES is not set (scripts/gpu-check compiles them with "        \
+                        "tests/gpu/make_packages.py)");                                              \
+      return;                                                                                        \
+    }                                                                                                \
+  } while (0)

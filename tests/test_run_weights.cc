@@ -1,0 +1,207 @@
+// Weights reaching the GPU through the runner, on real AOTInductor libraries:
+// the blob entry point (pageable and staged), per-FQN binding (the layout of
+// ExecuTorch's newer CUDA exports, built here by splitting a package's blob
+// at its constants), and a library built with link_libtorch=False.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu_support.h"
+#include "ptbundle/pte.h"
+#include "ptbundle/tolerance.h"
+
+using namespace ptb;
+using ptb::test::npy_tensor;
+using ptb::test::ScopedTmpdir;
+using ptb::test::this_gpu;
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// mlp_et's constants, as its wrapper .cpp (in the package) declares them.
+const char* kMlpEtConstants = R"([
+  {"name": "l1_weight", "fqn": "l1.weight", "dtype": "float32", "data_size": 2048, "sizes": [32, 16], "strides": [16, 1]},
+  {"name": "l1_bias", "fqn": "l1.bias", "dtype": "float32", "data_size": 128, "sizes": [32], "strides": [1]},
+  {"name": "l2_weight", "fqn": "l2.weight", "dtype": "float32", "data_size": 1024, "sizes": [8, 32], "strides": [32, 1]}
+])";
+
+// The blob holds the library's non-folded constants back to back, in the
+// library's order (AOTInductor's load_constants reads it that way): split it
+// into one weight per FQN, as ExecuTorch's per-FQN .ptd stores them.
+PartWeights split_per_fqn(const PartWeights& blob, const Json& constants) {
+  PartWeights weights;
+  weights.layout = WeightsLayout::PerFqn;
+  weights.file = blob.file + " (split per FQN)";
+  uint64_t offset = 0;
+  for (const Json& constant : constants) {
+    if (constant.value("from_folded", false)) continue;
+    FqnWeightBytes weight;
+    weight.meta.fqn = constant["fqn"];
+    weight.meta.storage_key = "test:" + weight.meta.fqn;
+    weight.meta.storage_nbytes = constant["data_size"];
+    weight.meta.dtype = *scalar_type_from_name(constant["dtype"].get<std::string>());
+    weight.meta.device_type = 1;
+    weight.meta.sizes = constant["sizes"].get<std::vector<int64_t>>();
+    weight.meta.strides = constant["strides"].get<std::vector<int64_t>>();
+    REQUIRE(offset + weight.meta.storage_nbytes <= blob.blob.size());
+    weight.bytes = blob.blob.subspan(offset, weight.meta.storage_nbytes);
+    offset += weight.meta.storage_nbytes;
+    weights.tensors.push_back(std::move(weight));
+  }
+  CHECK(offset == blob.blob.size());
+  return weights;
+}
+
+Json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), path.string());
+  return Json::parse(in);
+}
+
+struct Loaded {
+  AotiModel model;
+  LoadTimes times;
+};
+
+Loaded load(const RunPart& part, const PartWeights& weights, bool staged) {
+  LoadRequest request;
+  request.label = "part " + part.name;
+  request.library = part.library;
+  request.library_origin = part.source;
+  request.weights = &weights;
+  request.library_checks_inputs = true;
+  request.staged_upload = staged;
+  auto model = AotiModel::load(request);
+  REQUIRE_MESSAGE(model.ok(), model.error().message);
+  LoadTimes times = model->load_times();
+  return {std::move(model).value(), times};
+}
+
+// Runs the package's recorded input and compares with eager PyTorch's output.
+ComparisonStats check_against_eager(AotiModel& model, const fs::path& folder, const std::string& stem,
+                                    Tolerance tolerance) {
+  HostTensor input = npy_tensor(folder / (stem + ".in0.npy"));
+  HostTensor expected = npy_tensor(folder / (stem + ".out0.npy"));
+  auto outputs = model.run({input});
+  REQUIRE_MESSAGE(outputs.ok(), outputs.error().message);
+  REQUIRE(outputs->size() == 1);
+  auto stats = compare_tensors((*outputs)[0].view(), expected.view(), tolerance);
+  REQUIRE_MESSAGE(stats.ok(), stats.error().message);
+  CHECK_MESSAGE(stats->passed(), test_case_verdict(stem, {{"output 0", tolerance, *stats, ""}}));
+  return *stats;
+}
+
+bool contains(Bytes bytes, const std::string& text) {
+  return std::search(bytes.begin(), bytes.end(), text.begin(), text.end()) != bytes.end();
+}
+
+}  // namespace
+
+TEST_CASE("run on GPU: per-FQN weights bind to a real AOTInductor library (mlp_et split at its constants)") {
+  PTB_REQUIRE_GPU();
+  ScopedTmpdir tmp;
+  const fs::path folder = ptb::test::fixture("aoti");
+  auto part = open_run_part((folder / "mlp_et.pt2").string(), this_gpu());
+  REQUIRE_MESSAGE(part.ok(), part.error().message);
+  const Json constants = Json::parse(kMlpEtConstants);
+  PartWeights weights = split_per_fqn(part->weights, constants);
+  REQUIRE(weights.tensors.size() == 3);
+
+  Loaded loaded = load(*part, weights, true);
+  CHECK(loaded.times.weight_bytes == 3200);
+  CHECK(loaded.times.upload_method == "pageable cudaMemcpy");  // 3 KiB is not worth pinning buffers
+  ComparisonStats stats = check_against_eager(loaded.model, folder, "mlp_et", Tolerance{1e-7, 1e-5});
+  CHECK_MESSAGE(tmp.empty(), tmp.listing());
+  std::printf("[gpu] mlp_et per-FQN: 3 weights bound by FQN, max abs diff %.3g vs eager\n", stats.max_abs_error);
+
+  SUBCASE("a weight of another dtype is refused naming it") {
+    weights.tensors[1].meta.dtype = 5;  // float16
+    LoadRequest request;
+    request.label = "part mlp_et";
+    request.library = part->library;
+    request.library_origin = part->source;
+    request.weights = &weights;
+    auto refused = AotiModel::load(request);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message.find("weight 'l1.bias' is float16; the library expects float32") !=
+          std::string::npos);
+  }
+  SUBCASE("a missing weight is refused naming the constant") {
+    weights.tensors.erase(weights.tensors.begin() + 1);
+    LoadRequest request;
+    request.label = "part mlp_et";
+    request.library = part->library;
+    request.library_origin = part->source;
+    request.weights = &weights;
+    auto refused = AotiModel::load(request);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message.find("no weight for constant 'l1.bias' of part mlp_et's library") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("run on GPU: a library built with link_libtorch=False, as ExecuTorch builds them, runs both layouts") {
+  PTB_REQUIRE_GPU_PACKAGES();
+  const fs::path folder = *ptb::test::gpu_packages();
+  auto part = open_run_part((folder / "nolibtorch.pt2").string(), this_gpu());
+  REQUIRE_MESSAGE(part.ok(), part.error().message);
+  // A libtorch-linked library names libtorch_cpu.so among its dependencies; this one does not.
+  auto linked = open_run_part(ptb::test::fixture("aoti/mlp_et.pt2").string(), this_gpu());
+  REQUIRE(linked.ok());
+  CHECK(contains(linked->library, "libtorch_cpu.so"));
+  CHECK_FALSE(contains(part->library, "libtorch_cpu.so"));
+
+  Loaded blob = load(*part, part->weights, true);
+  ComparisonStats blob_stats = check_against_eager(blob.model, folder, "nolibtorch", Tolerance{1e-7, 1e-5});
+  PartWeights per_fqn = split_per_fqn(part->weights, read_json(folder / "nolibtorch.constants.json"));
+  Loaded bound = load(*part, per_fqn, true);
+  ComparisonStats fqn_stats = check_against_eager(bound.model, folder, "nolibtorch", Tolerance{1e-7, 1e-5});
+  std::printf("[gpu] nolibtorch (link_libtorch=False): blob max abs diff %.3g, per-FQN (%zu weights) %.3g vs eager\n",
+              blob_stats.max_abs_error, per_fqn.tensors.size(), fqn_stats.max_abs_error);
+}
+
+TEST_CASE("run on GPU: 512 MiB of weights, staged and pageable, blob and per-FQN, give eager PyTorch's output") {
+  PTB_REQUIRE_GPU_PACKAGES();
+  const fs::path folder = *ptb::test::gpu_packages();
+  auto part = open_run_part((folder / "big.pt2").string(), this_gpu());
+  REQUIRE_MESSAGE(part.ok(), part.error().message);
+  const Tolerance tolerance{1e-4, 1e-4};
+  const double pinned = *pinned_upload_gb_per_second(part->weights.blob.size(), 0, 3);
+
+  auto report = [&](const char* what, const Loaded& loaded, const ComparisonStats& stats) {
+    const double rate = loaded.times.upload_gb_per_second();
+    std::printf("[gpu] big %-20s %7.2f ms = %5.1f GB/s (%3.0f%% of pinned %.1f GB/s), max abs diff %.3g; %s\n", what,
+                loaded.times.weights_ms, rate, 100 * rate / pinned, pinned, stats.max_abs_error,
+                loaded.times.upload_method.c_str());
+  };
+  {
+    Loaded staged = load(*part, part->weights, true);
+    CHECK(staged.times.upload_method.find("staged through pinned buffers") == 0);
+    CHECK(staged.times.upload_method.find(", 512 of 512 MiB") != std::string::npos);
+    report("blob, staged", staged, check_against_eager(staged.model, folder, "big", tolerance));
+  }
+  {
+    Loaded pageable = load(*part, part->weights, false);
+    CHECK(pageable.times.upload_method == "pageable cudaMemcpy (staging turned off)");
+    report("blob, pageable", pageable, check_against_eager(pageable.model, folder, "big", tolerance));
+  }
+  PartWeights per_fqn = split_per_fqn(part->weights, read_json(folder / "big.constants.json"));
+  CHECK(per_fqn.tensors.size() == 16);
+  {
+    // Again, now that the process has loaded a model: what a first load pays once shows.
+    Loaded staged = load(*part, part->weights, true);
+    report("blob, staged again", staged, check_against_eager(staged.model, folder, "big", tolerance));
+  }
+  {
+    Loaded staged = load(*part, per_fqn, true);
+    CHECK(staged.times.upload_method.find("staged through pinned buffers") == 0);
+    report("per-FQN, staged", staged, check_against_eager(staged.model, folder, "big", tolerance));
+  }
+  {
+    Loaded pageable = load(*part, per_fqn, false);
+    report("per-FQN, pageable", pageable, check_against_eager(pageable.model, folder, "big", tolerance));
+  }
+}
