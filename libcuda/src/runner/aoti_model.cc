@@ -47,24 +47,6 @@ constexpr uint64_t kStageWeightsAtLeast = 16ull << 20;
 // of every element size, and what cudaMalloc itself guarantees.
 constexpr uint64_t kWeightAlignment = 256;
 
-// Maps the pages of `bytes` ahead of the copy (MADV_POPULATE_READ, Linux
-// 5.14+; elsewhere the copy faults them in as before).
-void fault_in(Bytes bytes) {
-  if (bytes.empty()) return;
-  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto begin = reinterpret_cast<uintptr_t>(bytes.data()) & ~(page - 1);
-  const auto end = reinterpret_cast<uintptr_t>(bytes.data() + bytes.size());
-  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ);
-}
-
-std::future<Result<std::unique_ptr<Stager>>> prepare_upload(const PartWeights& weights, int device) {
-  return std::async(std::launch::async, [&weights, device]() -> Result<std::unique_ptr<Stager>> {
-    if (weights.layout == WeightsLayout::Blob) fault_in(weights.blob);
-    for (const FqnWeightBytes& weight : weights.tensors) fault_in(weight.bytes);
-    return Stager::create(device, default_staging_options());
-  });
-}
-
 std::string staging_text(const Stager& stager) {
   const StagingOptions& options = stager.options();
   std::string where = stager.cpus().empty() ? std::string()
@@ -128,6 +110,62 @@ HostTensor to_host(const at::Tensor& tensor) {
   return host;
 }
 
+// Maps the pages of `bytes` ahead of the copy (MADV_POPULATE_READ, Linux
+// 5.14+; elsewhere the copy faults them in as before).
+void fault_in(Bytes bytes) {
+  if (bytes.empty()) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(bytes.data()) & ~(page - 1);
+  const auto end = reinterpret_cast<uintptr_t>(bytes.data() + bytes.size());
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ);
+}
+
+// Where each per-FQN weight that lives on the GPU goes in their shared
+// allocation.
+struct ArenaLayout {
+  std::vector<uint64_t> offsets;  // by weight; 0 for weights kept on the CPU
+  uint64_t bytes = 0;
+};
+
+ArenaLayout arena_layout(const PartWeights& weights) {
+  ArenaLayout layout;
+  layout.offsets.assign(weights.tensors.size(), 0);
+  for (size_t i = 0; i < weights.tensors.size(); ++i) {
+    if (weights.tensors[i].meta.device_type != 1) continue;
+    layout.offsets[i] = layout.bytes;
+    layout.bytes += (weights.tensors[i].bytes.size() + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
+  }
+  return layout;
+}
+
+at::Tensor allocate_arena(uint64_t bytes, int device) {
+  return at::empty({static_cast<int64_t>(bytes)},
+                   at::TensorOptions().dtype(at::kByte).device(at::Device(at::kCUDA, device_index(device))));
+}
+
+// What is made ready for the upload while the library loads.
+struct Prepared {
+  std::unique_ptr<Stager> stager;
+  std::string no_stager;  // why there is none
+  at::Tensor arena;       // per-FQN weights: their GPU memory
+};
+
+std::future<Prepared> prepare_upload(const PartWeights& weights, int device) {
+  return std::async(std::launch::async, [&weights, device] {
+    Prepared prepared;
+    if (weights.layout == WeightsLayout::Blob) fault_in(weights.blob);
+    for (const FqnWeightBytes& weight : weights.tensors) fault_in(weight.bytes);
+    auto created = Stager::create(device, default_staging_options());
+    if (created.ok()) prepared.stager = std::move(created).value();
+    else prepared.no_stager = created.error().message;
+    if (weights.layout == WeightsLayout::PerFqn) {
+      c10::cuda::CUDAGuard guard(device_index(device));
+      prepared.arena = allocate_arena(arena_layout(weights).bytes, device);
+    }
+    return prepared;
+  });
+}
+
 struct ConstantInfo {
   std::string name;
   std::string fqn;
@@ -146,7 +184,7 @@ struct AotiModel::State {
   // Pinning the staging buffers and faulting in the weights' pages, started
   // before the library is loaded so that both overlap its loading and the
   // container's creation (over 100 ms on the H200 machine).
-  std::future<Result<std::unique_ptr<Stager>>> preparing;
+  std::future<Prepared> preparing;
   int device = 0;
   std::string label;
   std::vector<std::string> input_names;
@@ -184,21 +222,18 @@ struct AotiModel::State {
     return list;
   }
 
-  // The Stager prepared while the library loaded, or null with
-  // times.upload_method saying why there is none.
-  std::unique_ptr<Stager> take_stager(bool allowed) {
+  // What was prepared while the library loaded; without a Stager,
+  // times.upload_method says why.
+  Prepared take_prepared(bool allowed) {
     times.upload_method = "pageable cudaMemcpy";
     if (!allowed) {
       times.upload_method += " (staging turned off)";
-      return nullptr;
+      return {};
     }
-    if (!preparing.valid()) return nullptr;  // too little to be worth it
-    auto created = preparing.get();
-    if (!created.ok()) {
-      times.upload_method += " (" + created.error().message + ")";
-      return nullptr;
-    }
-    return std::move(created).value();
+    if (!preparing.valid()) return {};  // too little to be worth it
+    Prepared prepared = preparing.get();
+    if (!prepared.stager) times.upload_method += " (" + prepared.no_stager + ")";
+    return prepared;
   }
 
   Status load_blob(const PartWeights& weights, Bytes library_elf, bool staged) {
@@ -217,7 +252,7 @@ struct AotiModel::State {
                      " (the blob is short: export the part again)");
     }
     auto start = Clock::now();
-    std::unique_ptr<Stager> stager = take_stager(staged);
+    std::unique_ptr<Stager> stager = take_prepared(staged).stager;
     int32_t code = 0;
     uint64_t staged_bytes = 0;
     std::string staging_failure;
@@ -275,17 +310,14 @@ struct AotiModel::State {
     }
 
     auto start = Clock::now();
-    // The GPU weights share one allocation, filled by one staged upload;
-    // each weight is a view into it at an aligned offset.
-    std::vector<uint64_t> arena_offset(weights.tensors.size(), 0);
-    uint64_t arena_bytes = 0;
-    for (size_t i = 0; i < weights.tensors.size(); ++i) {
-      if (weights.tensors[i].meta.device_type != 1) continue;
-      arena_offset[i] = arena_bytes;
-      arena_bytes += (weights.tensors[i].bytes.size() + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
-    }
+    // The GPU weights share one allocation (made while the library loaded,
+    // when staging), filled by one staged upload; each weight is a view into
+    // it at an aligned offset.
+    Prepared prepared = take_prepared(staged);
+    const ArenaLayout layout = arena_layout(weights);
+    const std::vector<uint64_t>& arena_offset = layout.offsets;
     const at::Device gpu(at::kCUDA, device_index(device));
-    at::Tensor arena = at::empty({static_cast<int64_t>(arena_bytes)}, at::TensorOptions().dtype(at::kByte).device(gpu));
+    at::Tensor arena = prepared.arena.defined() ? prepared.arena : allocate_arena(layout.bytes, device);
     auto* arena_base = static_cast<uint8_t*>(arena.data_ptr());
     std::vector<HostToDevice> copies;
     uint64_t total = 0;
@@ -294,8 +326,7 @@ struct AotiModel::State {
       if (weights.tensors[i].meta.device_type == 1 && !weights.tensors[i].bytes.empty())
         copies.push_back({weights.tensors[i].bytes, arena_base + arena_offset[i]});
     }
-    std::unique_ptr<Stager> stager = take_stager(staged);
-    if (stager) {
+    if (Stager* stager = prepared.stager.get()) {
       PTB_CHECK(stager->copy(copies));
       times.upload_method = staging_text(*stager);
     } else {
