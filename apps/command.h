@@ -30,11 +30,6 @@ int report(const Error& error);
 // One JSON document on stdout, with a trailing newline.
 void print_json(const Json& document);
 
-// Text read from files, made safe for one terminal line: control bytes are
-// shown escaped (\x1b) so that a crafted key cannot break a line or drive
-// the terminal.
-std::string printable(const std::string& text);
-
 // "4.0 GiB", "312 B": sizes for people. JSON output always uses bytes.
 std::string human_size(uint64_t bytes);
 

@@ -8,7 +8,7 @@
 namespace ptb::app {
 
 int report(const Error& error) {
-  std::fprintf(stderr, "ptbundle: error: %s\n", error.message.c_str());
+  std::fprintf(stderr, "ptbundle: error: %s\n", printable(error.message).c_str());
   return static_cast<int>(error.kind);
 }
 
@@ -16,20 +16,6 @@ int report(const Error& error) {
 // invalid bytes are replaced with U+FFFD instead.
 void print_json(const Json& document) {
   std::cout << document.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
-}
-
-std::string printable(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c < 0x20 || c == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      out += escaped;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
 }
 
 std::string human_size(uint64_t bytes) {

@@ -122,6 +122,11 @@ TEST_CASE("manifest: a hand-edited manifest cannot point outside the bundle") {
   j["parts"][1]["name"] = "Encoder";
   j["parts"][1]["files"][0]["path"] = "Encoder.pte";
   CHECK(mentions(refusal(j), "\"encoder\" and \"Encoder\" differ only in case"));
+  // Found by scripts/fuzz: a control byte in a name stays escaped, so the error stays one line.
+  j = good;
+  j["parts"][0]["name"] = "\ncoder";
+  CHECK(mentions(refusal(j), "parts[0].name: part name \"\\x0acoder\" contains byte 0x0a at position 0"));
+  CHECK(refusal(j).find('\n') == std::string::npos);
 }
 
 TEST_CASE("manifest: every field is type-checked") {

@@ -26,8 +26,8 @@ class JsonReader {
 
   Status expect_object(const Json& value, const std::string& path, std::initializer_list<const char*> keys) const {
     if (!value.is_object()) return error(path, "is " + type_of(value) + "; expected an object");
-    for (const auto& [key, unused] : value.items()) {
-      (void)unused;
+    for (const auto& item : value.items()) {
+      const std::string& key = item.key();
       bool known = std::any_of(keys.begin(), keys.end(), [&](const char* k) { return key == k; });
       if (!known) return error(path, "has the unknown key \"" + key + "\"");
     }

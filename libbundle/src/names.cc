@@ -45,7 +45,7 @@ bool is_windows_device(std::string_view name) {
 }
 
 Error name_error(const std::string& where, std::string_view name, const std::string& what) {
-  return invalid(where + ": part name \"" + std::string(name) + "\" " + what);
+  return invalid(where + ": part name \"" + printable(name) + "\" " + what);
 }
 
 }  // namespace
@@ -53,7 +53,7 @@ Error name_error(const std::string& where, std::string_view name, const std::str
 Status check_part_name(std::string_view name, const std::string& where) {
   if (name.empty()) return invalid(where + ": part name is empty; expected 1 to 200 characters");
   if (name.size() > kMaxPartNameLength) {
-    return invalid(where + ": part name \"" + std::string(name.substr(0, 40)) + "...\" is " +
+    return invalid(where + ": part name \"" + printable(name.substr(0, 40)) + "...\" is " +
                    std::to_string(name.size()) + " characters long; expected at most " +
                    std::to_string(kMaxPartNameLength));
   }

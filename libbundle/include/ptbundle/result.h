@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -71,6 +72,24 @@ using Status = Result<void>;
 inline Error with_context(const std::string& context, Error error) {
   error.message = context + ": " + error.message;
   return error;
+}
+
+// Text read from a file, safe inside a one-line message or a line of text
+// output: control bytes (a newline in a part name) become \xNN.
+inline std::string printable(std::string_view text) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
 }
 
 }  // namespace ptb
