@@ -31,9 +31,11 @@
 #include "ptbundle/ptd_writer.h"
 #include "ptbundle/pte_writer.h"
 #include "ptbundle/sha256.h"
+#include "bench_util.h"
 
 namespace fs = std::filesystem;
 using namespace ptb;
+using namespace ptb::bench;
 
 namespace {
 
@@ -43,42 +45,6 @@ struct Options {
   std::string dir;
   bool keep = false;  // leave the source part for profiling by hand
 };
-
-struct RunResult {
-  double seconds = 0;
-  long peak_kib = 0;
-  int status = -1;
-};
-
-fs::path find_fixtures() {
-  if (const char* env = std::getenv("PTB_FIXTURES")) return env;
-  for (fs::path candidate : {fs::path("../shared/fixtures"), fs::path("../../shared/fixtures")}) {
-    if (fs::is_directory(candidate / "cuda")) return fs::canonical(candidate);
-  }
-  return {};
-}
-
-RunResult run_child(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  auto start = std::chrono::steady_clock::now();
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    std::FILE* sink = std::freopen("/dev/null", "w", stdout);
-    (void)sink;
-    ::execvp(args[0], args.data());
-    std::_Exit(127);
-  }
-  RunResult result;
-  struct rusage usage {};
-  int status = 0;
-  ::wait4(pid, &status, 0, &usage);
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.peak_kib = usage.ru_maxrss;
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  return result;
-}
 
 // `bytes` pseudo-random bytes (xorshift), written 4 MiB at a time.
 bool write_random_file(const fs::path& path, uint64_t bytes) {
@@ -200,13 +166,13 @@ int main(int argc, char** argv) {
   auto data_size = fs::file_size(work / "src" / "aoti_cuda_blob.ptd");
 
   // Both copies read a source the page cache already holds (it was just written).
-  RunResult cp = run_child({"cp", (work / "src" / "aoti_cuda_blob.ptd").string(), (work / "cp.ptd").string()});
+  ChildRun cp = run_child({"cp", (work / "src" / "aoti_cuda_blob.ptd").string(), (work / "cp.ptd").string()});
   fs::remove(work / "cp.ptd");
   std::string durable = "cp '" + (work / "src" / "aoti_cuda_blob.ptd").string() + "' '" + (work / "cp.ptd").string() +
                         "' && sync '" + (work / "cp.ptd").string() + "'";
-  RunResult cp_sync = run_child({"sh", "-c", durable});
+  ChildRun cp_sync = run_child({"sh", "-c", durable});
   fs::remove(work / "cp.ptd");
-  RunResult exported = run_child({options.cli, "export", "-o", (work / "bundle").string(), "--part",
+  ChildRun exported = run_child({options.cli, "export", "-o", (work / "bundle").string(), "--part",
                                   "encoder=" + (work / "src" / "model.pte").string()});
   bool same_size = fs::exists(work / "bundle" / "encoder.ptd") && fs::file_size(work / "bundle" / "encoder.ptd") == data_size;
   if (options.keep) {

@@ -25,9 +25,11 @@
 #include <vector>
 
 #include "../tests/variant_exports.h"
+#include "bench_util.h"
 
 namespace fs = std::filesystem;
 using namespace ptb;
+using namespace ptb::bench;
 
 namespace {
 
@@ -39,49 +41,9 @@ struct Options {
   bool keep = false;  // leave the inputs for profiling by hand
 };
 
-struct RunResult {
-  double seconds = 0;
-  double cpu_seconds = 0;  // user + system: what the run cost, whatever else the machine was doing
-  long peak_kib = 0;
-  int status = -1;
-};
-
-fs::path find_fixtures() {
-  if (const char* env = std::getenv("PTB_FIXTURES")) return env;
-  for (fs::path candidate : {fs::path("../shared/fixtures"), fs::path("../../shared/fixtures")}) {
-    if (fs::is_directory(candidate / "cuda")) return fs::canonical(candidate);
-  }
-  return {};
-}
-
 std::vector<uint8_t> read_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// Runs `argv` as a child, its stdout to /dev/null; wall time and peak RSS.
-RunResult run_child(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  auto start = std::chrono::steady_clock::now();
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    std::FILE* sink = std::freopen("/dev/null", "w", stdout);
-    (void)sink;
-    ::execv(args[0], args.data());
-    std::_Exit(127);
-  }
-  RunResult result;
-  struct rusage usage {};
-  int status = 0;
-  ::wait4(pid, &status, 0, &usage);
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.peak_kib = usage.ru_maxrss;
-  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-  result.cpu_seconds = seconds(usage.ru_utime) + seconds(usage.ru_stime);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  return result;
 }
 
 // Removes the work folder on every way out: the inputs are 10 GiB.
@@ -210,7 +172,7 @@ int main(int argc, char** argv) {
   for (int run = 0; run < options.runs; ++run) {
     fs::remove(work / "out.pte");
     fs::remove(work / "out.ptd");
-    RunResult merged = run_child(merge_argv);
+    ChildRun merged = run_child(merge_argv);
     if (merged.status != 0) {
       std::printf("ptbundle merge failed with exit code %d\n", merged.status);
       return 1;
@@ -218,7 +180,7 @@ int main(int argc, char** argv) {
     merge_times.push_back(merged.seconds);
     merge_cpu.push_back(merged.cpu_seconds);
     peak_kib = std::max(peak_kib, merged.peak_kib);
-    RunResult cat = run_child(cat_argv);
+    ChildRun cat = run_child(cat_argv);
     cat_times.push_back(cat.seconds);
     cat_cpu.push_back(cat.cpu_seconds);
   }

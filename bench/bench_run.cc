@@ -42,9 +42,11 @@ int main() {
 #include "ptbundle/file.h"
 #include "ptbundle/npy.h"
 #include "ptbundle/timing.h"
+#include "bench_util.h"
 
 namespace fs = std::filesystem;
 using namespace ptb;
+using namespace ptb::bench;
 
 namespace {
 
@@ -55,22 +57,6 @@ struct Options {
   int warmup = 200;
   double eager_us = 0;
 };
-
-[[noreturn]] void fail(const std::string& message) {
-  std::fprintf(stderr, "bench_run: %s\n", message.c_str());
-  std::exit(1);
-}
-
-template <class T>
-T need(Result<T> result) {
-  if (!result.ok()) fail(result.error().message);
-  return std::move(result).value();
-}
-
-std::string fixtures() {
-  if (const char* env = std::getenv("PTB_FIXTURES")) return env;
-  return (fs::path(__FILE__).parent_path() / ".." / ".." / "shared" / "fixtures").string();
-}
 
 HostTensor read_npy(const std::string& path) {
   NpyFile file = need(NpyFile::open(path));
@@ -138,8 +124,8 @@ std::vector<double> minimal_loop(const RunPart& part, const at::Tensor& input, i
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure shows even if a later step dies
   Options options;
-  options.package = fixtures() + "/aoti/mlp_et.pt2";
-  options.input = fixtures() + "/aoti/mlp_et.in0.npy";
+  options.package = (find_fixtures() / "aoti/mlp_et.pt2").string();
+  options.input = (find_fixtures() / "aoti/mlp_et.in0.npy").string();
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--package") options.package = value;

@@ -46,27 +46,14 @@ int main() {
 #include <vector>
 
 #include "ptbundle/file.h"
+#include "bench_util.h"
 
 namespace fs = std::filesystem;
 using namespace ptb;
+using namespace ptb::bench;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-[[noreturn]] void fail(const std::string& message) {
-  std::fprintf(stderr, "bench_upload: %s\n", message.c_str());
-  std::exit(1);
-}
-
-template <class T>
-T need(Result<T> result) {
-  if (!result.ok()) fail(result.error().message);
-  return std::move(result).value();
-}
-
-void need(const Status& status) {
-  if (!status.ok()) fail(status.error().message);
-}
 
 void check(cudaError_t code, const char* what) {
   if (code != cudaSuccess) fail(std::string(what) + ": " + cudaGetErrorString(code));

@@ -30,6 +30,15 @@ HostTensor npy_tensor(const fs::path& path) {
   return tensor;
 }
 
+LoadRequest load_request(const RunPart& part, const PartWeights& weights) {
+  LoadRequest request;
+  request.label = "part " + part.name;
+  request.library = part.library;
+  request.library_origin = part.source;
+  request.weights = &weights;
+  return request;
+}
+
 std::optional<fs::path> gpu_packages() {
   const char* dir = std::getenv("PTB_GPU_PACKAGES");
   if (!dir || !*dir || !fs::is_directory(dir)) return std::nullopt;

@@ -21,6 +21,9 @@ RunPartOptions this_gpu();
 
 HostTensor npy_tensor(const fs::path& path);
 
+// A request to load `part` with `weights`, labelled "part <name>".
+LoadRequest load_request(const RunPart& part, const PartWeights& weights);
+
 // Packages tests/gpu/make_packages.py compiled on this GPU machine
 // (scripts/gpu-check sets PTB_GPU_PACKAGES), or nullopt.
 std::optional<fs::path> gpu_packages();

@@ -335,11 +335,7 @@ void run_package(const std::string& stem) {
   ScopedTmpdir tmp;
   auto part = open_run_part(ptb::test::fixture("aoti/" + stem + ".pt2").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
-  LoadRequest request;
-  request.label = "part " + part->name;
-  request.library = part->library;
-  request.library_origin = part->source;
-  request.weights = &part->weights;
+  LoadRequest request = ptb::test::load_request(*part, part->weights);
   request.library_checks_inputs = true;
   auto model = AotiModel::load(request);
   REQUIRE_MESSAGE(model.ok(), model.error().message);
@@ -388,11 +384,7 @@ TEST_CASE("run on GPU: a short or missing weights blob fails at load naming the 
   REQUIRE_MESSAGE(part.ok(), part.error().message);
   PartWeights shorter = part->weights;
   shorter.blob = shorter.blob.first(3000);
-  LoadRequest request;
-  request.label = "part mlp_et";
-  request.library = part->library;
-  request.library_origin = part->source;
-  request.weights = &shorter;
+  LoadRequest request = ptb::test::load_request(*part, shorter);
   auto model = AotiModel::load(request);
   REQUIRE_FALSE(model.ok());
   CHECK_CONTAINS(model.error().message, part->source + ": weights blob '" + part->weights.blob_key + "' holds 3000 bytes");
@@ -410,11 +402,7 @@ TEST_CASE("run on GPU: a wrong-shape input is refused, not run") {
   PTB_REQUIRE_GPU();
   auto part = open_run_part(ptb::test::fixture("aoti/mlp_et.pt2").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
-  LoadRequest request;
-  request.label = "part mlp_et";
-  request.library = part->library;
-  request.library_origin = part->source;
-  request.weights = &part->weights;
+  LoadRequest request = ptb::test::load_request(*part, part->weights);
   request.library_checks_inputs = true;  // a .pt2 has no signature: the library checks
   auto model = AotiModel::load(request);
   REQUIRE_MESSAGE(model.ok(), model.error().message);
@@ -444,11 +432,8 @@ TEST_CASE("run on GPU: a library that is not an AOTInductor model is refused and
   ScopedTmpdir tmp;
   auto part = open_run_part(ptb::test::fixture("cuda/sm90/model.pte").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
-  LoadRequest request;
-  request.label = "part model";
-  request.library = part->library;
+  LoadRequest request = ptb::test::load_request(*part, part->weights);
   request.library_origin = part->source + ": " + part->library_key;
-  request.weights = &part->weights;
   auto model = AotiModel::load(request);
   REQUIRE_FALSE(model.ok());
   CHECK_CONTAINS(model.error().message, "does not export AOTInductorModelContainerCreateWithDevice");

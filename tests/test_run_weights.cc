@@ -67,11 +67,7 @@ struct Loaded {
 };
 
 Loaded load(const RunPart& part, const PartWeights& weights, bool staged) {
-  LoadRequest request;
-  request.label = "part " + part.name;
-  request.library = part.library;
-  request.library_origin = part.source;
-  request.weights = &weights;
+  LoadRequest request = ptb::test::load_request(part, weights);
   request.library_checks_inputs = true;
   request.staged_upload = staged;
   auto model = AotiModel::load(request);
@@ -119,24 +115,14 @@ TEST_CASE("run on GPU: per-FQN weights bind to a real AOTInductor library (mlp_e
 
   SUBCASE("a weight of another dtype is refused naming it") {
     weights.tensors[1].meta.dtype = 5;  // float16
-    LoadRequest request;
-    request.label = "part mlp_et";
-    request.library = part->library;
-    request.library_origin = part->source;
-    request.weights = &weights;
-    auto refused = AotiModel::load(request);
+    auto refused = AotiModel::load(ptb::test::load_request(*part, weights));
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().message.find("weight 'l1.bias' is float16; the library expects float32") !=
           std::string::npos);
   }
   SUBCASE("a missing weight is refused naming the constant") {
     weights.tensors.erase(weights.tensors.begin() + 1);
-    LoadRequest request;
-    request.label = "part mlp_et";
-    request.library = part->library;
-    request.library_origin = part->source;
-    request.weights = &weights;
-    auto refused = AotiModel::load(request);
+    auto refused = AotiModel::load(ptb::test::load_request(*part, weights));
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().message.find("no weight for constant 'l1.bias' of part mlp_et's library") !=
           std::string::npos);
