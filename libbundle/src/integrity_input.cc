@@ -40,6 +40,25 @@ std::shared_ptr<const PtdFile> open_data_file(const VerifyInput& input, const Pt
   return ptd;
 }
 
+// A program given on its own (a .pte, or the one inside a .bpte): its data
+// file found and checked, its contents checked, named after its file.
+VerifySubject program_subject(const VerifyInput& input, SubjectKind kind, std::shared_ptr<const PteFile> pte,
+                              std::shared_ptr<const BpteFile> bpte, CheckList& checks) {
+  ProgramContext context;
+  context.pte = pte.get();
+  context.program_name = input.path;
+  VerifySubject subject;
+  subject.label = input.path;
+  subject.part_name = fs::path(input.path).stem().string();
+  subject.kind = kind;
+  subject.program_path = input.path;
+  subject.ptd = open_data_file(input, *pte, context, checks);
+  subject.pte = std::move(pte);
+  subject.bpte = std::move(bpte);
+  check_program_contents(context, checks);
+  return subject;
+}
+
 }  // namespace
 
 void check_lone_program(const VerifyInput& input, CheckList& checks, std::vector<VerifySubject>& subjects) {
@@ -52,18 +71,7 @@ void check_lone_program(const VerifyInput& input, CheckList& checks, std::vector
   checks.pass(checks::kProgram, input.path,
               std::to_string(pte->segments().size()) + " segment(s) and " + std::to_string(pte->named_data().size()) +
                   " named-data entr" + (pte->named_data().size() == 1 ? "y" : "ies") + ", all inside the file");
-  ProgramContext context;
-  context.pte = pte.get();
-  context.program_name = input.path;
-  VerifySubject subject;
-  subject.label = input.path;
-  subject.part_name = fs::path(input.path).stem().string();
-  subject.kind = SubjectKind::Program;
-  subject.program_path = input.path;
-  subject.pte = pte;
-  subject.ptd = open_data_file(input, *pte, context, checks);
-  check_program_contents(context, checks);
-  subjects.push_back(std::move(subject));
+  subjects.push_back(program_subject(input, SubjectKind::Program, pte, nullptr, checks));
 }
 
 void check_bundled_program(const VerifyInput& input, CheckList& checks, std::vector<VerifySubject>& subjects) {
@@ -80,19 +88,7 @@ void check_bundled_program(const VerifyInput& input, CheckList& checks, std::vec
                   std::to_string(bpte->program().segments().size()) + " segment(s), all inside the file");
   // The program lives inside the .bpte; shares its owner so it outlives `bpte`.
   std::shared_ptr<const PteFile> pte(bpte, &bpte->program());
-  ProgramContext context;
-  context.pte = pte.get();
-  context.program_name = input.path;
-  VerifySubject subject;
-  subject.label = input.path;
-  subject.part_name = fs::path(input.path).stem().string();
-  subject.kind = SubjectKind::BundledProgram;
-  subject.program_path = input.path;
-  subject.pte = pte;
-  subject.bpte = bpte;
-  subject.ptd = open_data_file(input, *pte, context, checks);
-  check_program_contents(context, checks);
-  subjects.push_back(std::move(subject));
+  subjects.push_back(program_subject(input, SubjectKind::BundledProgram, pte, bpte, checks));
 }
 
 }  // namespace integrity
