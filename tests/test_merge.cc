@@ -808,8 +808,8 @@ TEST_CASE("merge bundles: other parts, an existing output or a lone bundle are r
 
 TEST_CASE("merge: --json output follows schemas/merge.schema.json, for programs and for bundles") {
   PTB_REQUIRE_FIXTURES();
-  if (std::system("python3 -c 'import jsonschema, referencing' >/dev/null 2>&1") != 0) {
-    ptb::test::skip("python3 with the jsonschema and referencing modules is not installed");
+  if (std::system("python3 -c 'import jsonschema' >/dev/null 2>&1") != 0) {
+    ptb::test::skip("python3 with the jsonschema module is not installed");
     return;
   }
   TempDir work;
@@ -831,13 +831,10 @@ TEST_CASE("merge: --json output follows schemas/merge.schema.json, for programs 
   for (const std::string* document : {&programs.out, &bundles.out}) {
     fs::path file = work / "document.json";
     std::ofstream(file) << *document;
-    std::string command =
-        "python3 -c 'import json,sys,jsonschema,referencing; "
-        "b=json.load(open(sys.argv[2])); "
-        "r=referencing.Registry().with_resource(b[\"$id\"], referencing.Resource.from_contents(b)); "
-        "jsonschema.Draft202012Validator(json.load(open(sys.argv[1])), registry=r).validate(json.load(open(sys.argv[3])))' " +
-        ptb::test::quote(fs::path(PTB_SOURCE_DIR) / "schemas/merge.schema.json") + " " +
-        ptb::test::quote(fs::path(PTB_SOURCE_DIR) / "schemas/bundle.schema.json") + " " + ptb::test::quote(file);
+    std::string command = "python3 " + ptb::test::quote(fs::path(PTB_SOURCE_DIR) / "tests/validate_schema.py") + " " +
+                          ptb::test::quote(fs::path(PTB_SOURCE_DIR) / "schemas/merge.schema.json") + " " +
+                          ptb::test::quote(file) + " " +
+                          ptb::test::quote(fs::path(PTB_SOURCE_DIR) / "schemas/bundle.schema.json");
     CHECK_MESSAGE(std::system(command.c_str()) == 0, *document);
   }
 }
