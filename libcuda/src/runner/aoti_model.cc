@@ -20,17 +20,20 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "ptbundle/runner.h"
 #include "runner/aoti_abi.h"
 #include "runner/copy_redirect.h"
+#include "runner/cuda_error.h"
 #include "runner/loaded_library.h"
 
 namespace ptb {
 
 using runner::AotiAbi;
 using runner::ConstantEntry;
+using runner::cuda_error;
 using runner::kAotiSuccess;
 
 namespace {
@@ -61,10 +64,6 @@ std::string staging_text(const Stager& stager) {
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-std::string cuda_error(cudaError_t code) {
-  return std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code);
 }
 
 std::string first_line(const char* text) {
@@ -253,18 +252,15 @@ struct AotiModel::State {
     }
     auto start = Clock::now();
     std::unique_ptr<Stager> stager = take_prepared(staged).stager;
-    int32_t code = 0;
-    uint64_t staged_bytes = 0;
-    std::string staging_failure;
+    std::optional<runner::CopyRedirect> redirect;
     if (stager) {
-      auto redirect = runner::CopyRedirect::install(library, library_elf, weights.blob, *stager, label);
-      if (!redirect.active()) times.upload_method += " (" + redirect.why_not() + ")";
-      code = abi.update_constants_from_blob(container, weights.blob.data());
-      staged_bytes = redirect.staged_bytes();
-      staging_failure = redirect.failure();
-    } else {
-      code = abi.update_constants_from_blob(container, weights.blob.data());
+      redirect.emplace(runner::CopyRedirect::install(library, library_elf, weights.blob, *stager, label));
+      if (!redirect->active()) times.upload_method += " (" + redirect->why_not() + ")";
     }
+    const int32_t code = abi.update_constants_from_blob(container, weights.blob.data());
+    const uint64_t staged_bytes = redirect ? redirect->staged_bytes() : 0;
+    const std::string staging_failure = redirect ? redirect->failure() : std::string();
+    redirect.reset();  // the library's own cudaMemcpy back before anything else runs
     if (code != kAotiSuccess) {
       return invalid(label + ": AOTInductorModelUpdateConstantsFromBlob failed for " + weights.file + " '" +
                      weights.blob_key + "'" + (staging_failure.empty() ? kSeeAbove : ": " + staging_failure));
