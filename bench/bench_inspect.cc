@@ -24,9 +24,12 @@
 #include "ptbundle/fb/program_generated.h"
 #include "ptbundle/file.h"
 #include "ptbundle/inspect.h"
+#include "../tests/flatbuffer_layout.h"
 
 namespace fs = std::filesystem;
 using namespace ptb;
+using ptb::test::put_u32;
+using ptb::test::put_u64;
 
 namespace {
 
@@ -36,29 +39,12 @@ constexpr int kBlobs = 64;
 
 uint64_t align_to(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
 
-void put_u32(std::vector<uint8_t>& bytes, size_t at, uint32_t value) {
-  for (int i = 0; i < 4; ++i) bytes[at + i] = static_cast<uint8_t>(value >> (8 * i));
-}
-
-void put_u64(std::vector<uint8_t>& bytes, size_t at, uint64_t value) {
-  for (int i = 0; i < 8; ++i) bytes[at + i] = static_cast<uint8_t>(value >> (8 * i));
-}
 
 // The finished flatbuffer with `header` spliced in after its identifier, as
 // ExecuTorch's serializers lay files out.
 std::vector<uint8_t> splice(const flatbuffers::FlatBufferBuilder& builder, const std::vector<uint8_t>& header) {
-  const uint8_t* fb = builder.GetBufferPointer();
-  size_t size = builder.GetSize();
-  // Sized once and filled with memcpy: GCC 12 at -O2 reports a false
-  // -Warray-bounds for vector::insert after a short vector.
-  std::vector<uint8_t> out(size + header.size());
-  std::memcpy(out.data(), fb, 8);
-  uint32_t root = 0;
-  for (int i = 3; i >= 0; --i) root = (root << 8) | fb[i];
-  put_u32(out, 0, root + static_cast<uint32_t>(header.size()));
-  if (!header.empty()) std::memcpy(out.data() + 8, header.data(), header.size());
-  std::memcpy(out.data() + 8 + header.size(), fb + 8, size - 8);
-  return out;
+  return ptb::test::splice_flatbuffer(builder.GetBufferPointer(), builder.GetSize(), header,
+                                      builder.GetSize() + header.size(), Bytes());
 }
 
 // Writes `head` and extends the file to `size` with a hole.

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "fixture_dump.h"
+#include "flatbuffer_layout.h"
 #include "ptbundle/bpte.h"
 #include "ptbundle/cuda_payload.h"
 #include "ptbundle/fb/flat_tensor_generated.h"
@@ -31,13 +32,6 @@ void write_bytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
   REQUIRE(write_file_atomically(path.string(), Bytes(bytes.data(), bytes.size())).ok());
 }
 
-void put_u32(std::vector<uint8_t>& bytes, size_t offset, uint32_t value) {
-  for (int i = 0; i < 4; ++i) bytes[offset + i] = static_cast<uint8_t>(value >> (8 * i));
-}
-
-void put_u64(std::vector<uint8_t>& bytes, size_t offset, uint64_t value) {
-  for (int i = 0; i < 8; ++i) bytes[offset + i] = static_cast<uint8_t>(value >> (8 * i));
-}
 
 void check_one_line(const Error& error, const fs::path& path) {
   CHECK(error.kind == ErrorKind::Invalid);
@@ -137,21 +131,8 @@ Error open_error(const fs::path& path, const std::vector<uint8_t>& bytes) {
 // `segments`.
 std::vector<uint8_t> splice(const flatbuffers::FlatBufferBuilder& builder, std::vector<uint8_t> header, uint64_t base,
                             Bytes segments) {
-  const uint8_t* fb = builder.GetBufferPointer();
-  size_t size = builder.GetSize();
-  size_t flatbuffer_end = size + header.size();
-  REQUIRE(flatbuffer_end <= base);
-  // Sized once and filled with memcpy: GCC 12 at -O2 reports a false
-  // -Warray-bounds for vector::insert after a short vector.
-  std::vector<uint8_t> out(base + segments.size(), 0);
-  std::memcpy(out.data(), fb, 8);
-  uint32_t root = 0;
-  for (int i = 3; i >= 0; --i) root = (root << 8) | fb[i];
-  put_u32(out, 0, root + static_cast<uint32_t>(header.size()));
-  if (!header.empty()) std::memcpy(out.data() + 8, header.data(), header.size());
-  std::memcpy(out.data() + 8 + header.size(), fb + 8, size - 8);
-  if (!segments.empty()) std::memcpy(out.data() + base, segments.data(), segments.size());
-  return out;
+  REQUIRE(builder.GetSize() + header.size() <= base);
+  return splice_flatbuffer(builder.GetBufferPointer(), builder.GetSize(), header, base, segments);
 }
 
 // sm80/model.pte rebuilt after `edit` changed its program.
