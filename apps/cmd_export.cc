@@ -9,7 +9,7 @@
 #include <map>
 
 #include "command.h"
-#include "ptbundle/export.h"
+#include "ptbundle/export/export.h"
 
 namespace ptb::app {
 namespace {

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "command.h"
-#include "ptbundle/gpu.h"
+#include "ptbundle/cuda/gpu.h"
 
 namespace ptb::app {
 namespace {

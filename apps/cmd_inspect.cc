@@ -7,8 +7,8 @@
 
 #include "command.h"
 #include "inspect_text.h"
-#include "ptbundle/inspect.h"
-#include "ptbundle/kernels.h"
+#include "ptbundle/inspect/inspect.h"
+#include "ptbundle/kernels/kernel_images.h"
 
 namespace ptb::app {
 namespace {

@@ -7,8 +7,8 @@
 #include <iostream>
 
 #include "command.h"
-#include "ptbundle/merge.h"
-#include "ptbundle/merge_scan.h"
+#include "ptbundle/merge/merge.h"
+#include "ptbundle/export/merge_scan.h"
 
 namespace ptb::app {
 namespace {

@@ -12,11 +12,11 @@
 #include <memory>
 
 #include "command.h"
-#include "ptbundle/gpu.h"
-#include "ptbundle/npy.h"
-#include "ptbundle/runner.h"
-#include "ptbundle/timing.h"
-#include "ptbundle/tolerance.h"
+#include "ptbundle/cuda/gpu.h"
+#include "ptbundle/formats/npy.h"
+#include "ptbundle/cuda/runner.h"
+#include "ptbundle/results/timing.h"
+#include "ptbundle/results/tolerance.h"
 
 namespace ptb::app {
 namespace {

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "command.h"
-#include "ptbundle/gpu_check.h"
+#include "ptbundle/cuda/gpu_check.h"
 
 namespace ptb::app {
 namespace {

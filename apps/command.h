@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "ptbundle/result.h"
+#include "ptbundle/base/result.h"
 
 namespace ptb::app {
 

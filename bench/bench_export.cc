@@ -26,11 +26,11 @@
 #include <string>
 #include <vector>
 
-#include "ptbundle/cuda_payload.h"
-#include "ptbundle/file.h"
-#include "ptbundle/ptd_writer.h"
-#include "ptbundle/pte_writer.h"
-#include "ptbundle/sha256.h"
+#include "ptbundle/formats/cuda_payload.h"
+#include "ptbundle/base/file.h"
+#include "ptbundle/formats/ptd_writer.h"
+#include "ptbundle/formats/pte_writer.h"
+#include "ptbundle/base/sha256.h"
 #include "bench_util.h"
 
 namespace fs = std::filesystem;

@@ -22,8 +22,8 @@
 
 #include "ptbundle/fb/flat_tensor_generated.h"
 #include "ptbundle/fb/program_generated.h"
-#include "ptbundle/file.h"
-#include "ptbundle/inspect.h"
+#include "ptbundle/base/file.h"
+#include "ptbundle/inspect/inspect.h"
 #include "../tests/flatbuffer_layout.h"
 
 namespace fs = std::filesystem;

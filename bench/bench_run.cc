@@ -14,7 +14,7 @@
 #include <cstdio>
 #include <string>
 
-#include "ptbundle/runner.h"
+#include "ptbundle/cuda/runner.h"
 
 #if !defined(PTB_HAVE_LIBTORCH)
 
@@ -39,9 +39,9 @@ int main() {
 #include <filesystem>
 #include <vector>
 
-#include "ptbundle/file.h"
-#include "ptbundle/npy.h"
-#include "ptbundle/timing.h"
+#include "ptbundle/base/file.h"
+#include "ptbundle/formats/npy.h"
+#include "ptbundle/results/timing.h"
 #include "bench_util.h"
 
 namespace fs = std::filesystem;

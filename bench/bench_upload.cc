@@ -21,7 +21,7 @@
 #include <cstdio>
 #include <string>
 
-#include "ptbundle/runner.h"
+#include "ptbundle/cuda/runner.h"
 
 #if !defined(PTB_HAVE_LIBTORCH)
 
@@ -45,7 +45,7 @@ int main() {
 #include <thread>
 #include <vector>
 
-#include "ptbundle/file.h"
+#include "ptbundle/base/file.h"
 #include "bench_util.h"
 
 namespace fs = std::filesystem;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "ptbundle/result.h"
+#include "ptbundle/base/result.h"
 
 namespace ptb::bench {
 

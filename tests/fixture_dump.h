@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "ptbundle/file.h"
-#include "ptbundle/sha256.h"
+#include "ptbundle/base/file.h"
+#include "ptbundle/base/sha256.h"
 #include "support.h"
 
 namespace ptb::test {

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "ptbundle/file.h"
+#include "ptbundle/base/file.h"
 
 namespace ptb::test {
 

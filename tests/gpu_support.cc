@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 
-#include "ptbundle/npy.h"
-#include "ptbundle/runner_config.h"
+#include "ptbundle/formats/npy.h"
+#include "ptbundle/cuda/runner_config.h"
 
 namespace ptb::test {
 

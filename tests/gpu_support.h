@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "ptbundle/run_part.h"
-#include "ptbundle/runner.h"
+#include "ptbundle/cuda/run_part.h"
+#include "ptbundle/cuda/runner.h"
 #include "support.h"
 
 namespace ptb::test {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "ptbundle/pt2.h"
+#include "ptbundle/formats/pt2.h"
 
 namespace ptb::test {
 

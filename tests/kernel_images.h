@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "ptbundle/kernels.h"
+#include "ptbundle/kernels/kernel_images.h"
 #include "support.h"
 
 namespace ptb::test {

@@ -2,7 +2,7 @@
 #include <cstring>
 
 #include "fixture_dump.h"
-#include "ptbundle/bpte.h"
+#include "ptbundle/formats/bpte.h"
 
 using namespace ptb;
 using namespace ptb::test;

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernel_images.h"
-#include "ptbundle/compat.h"
+#include "ptbundle/kernels/compat.h"
 
 using namespace ptb;
 using namespace ptb::test;

@@ -11,12 +11,12 @@
 
 #include "fixture_dump.h"
 #include "flatbuffer_layout.h"
-#include "ptbundle/bpte.h"
-#include "ptbundle/cuda_payload.h"
+#include "ptbundle/formats/bpte.h"
+#include "ptbundle/formats/cuda_payload.h"
 #include "ptbundle/fb/flat_tensor_generated.h"
-#include "ptbundle/inspect.h"
-#include "ptbundle/ptd.h"
-#include "ptbundle/pte.h"
+#include "ptbundle/inspect/inspect.h"
+#include "ptbundle/formats/ptd.h"
+#include "ptbundle/formats/pte.h"
 
 using namespace ptb;
 using namespace ptb::test;

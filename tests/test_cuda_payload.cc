@@ -2,8 +2,8 @@
 // ExecuTorch's decoding (dump.json), re-encoded to the same bytes, and the
 // two older forms.
 #include "fixture_dump.h"
-#include "ptbundle/cuda_payload.h"
-#include "ptbundle/pte.h"
+#include "ptbundle/formats/cuda_payload.h"
+#include "ptbundle/formats/pte.h"
 
 using namespace ptb;
 using namespace ptb::test;

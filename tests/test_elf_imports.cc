@@ -2,8 +2,8 @@
 // imports, checked against what readelf -r says of a real AOTInductor library.
 #include <cstring>
 
-#include "ptbundle/elf_imports.h"
-#include "ptbundle/run_part.h"
+#include "ptbundle/kernels/elf_imports.h"
+#include "ptbundle/cuda/run_part.h"
 #include "support.h"
 
 using namespace ptb;

@@ -5,16 +5,16 @@
 #include <fstream>
 #include <set>
 
-#include "ptbundle/cuda_payload.h"
-#include "ptbundle/export.h"
-#include "ptbundle/manifest.h"
-#include "ptbundle/npy.h"
-#include "ptbundle/pt2.h"
-#include "ptbundle/ptd.h"
-#include "ptbundle/pte.h"
-#include "ptbundle/pte_writer.h"
-#include "ptbundle/ptd_writer.h"
-#include "ptbundle/sha256.h"
+#include "ptbundle/formats/cuda_payload.h"
+#include "ptbundle/export/export.h"
+#include "ptbundle/bundle/manifest.h"
+#include "ptbundle/formats/npy.h"
+#include "ptbundle/formats/pt2.h"
+#include "ptbundle/formats/ptd.h"
+#include "ptbundle/formats/pte.h"
+#include "ptbundle/formats/pte_writer.h"
+#include "ptbundle/formats/ptd_writer.h"
+#include "ptbundle/base/sha256.h"
 #include "support.h"
 
 using namespace ptb;

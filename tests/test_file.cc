@@ -1,7 +1,7 @@
 #include <unistd.h>
 
-#include "ptbundle/file.h"
-#include "ptbundle/sha256.h"
+#include "ptbundle/base/file.h"
+#include "ptbundle/base/sha256.h"
 #include "support.h"
 
 using namespace ptb;

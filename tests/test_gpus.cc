@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kernel_images.h"
-#include "ptbundle/compat.h"
-#include "ptbundle/gpu.h"
+#include "ptbundle/kernels/compat.h"
+#include "ptbundle/cuda/gpu.h"
 
 using namespace ptb;
 using namespace ptb::test;

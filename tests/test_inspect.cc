@@ -4,8 +4,8 @@
 #include <cstdlib>
 
 #include "fixture_dump.h"
-#include "ptbundle/inspect.h"
-#include "ptbundle/manifest.h"
+#include "ptbundle/inspect/inspect.h"
+#include "ptbundle/bundle/manifest.h"
 
 using namespace ptb;
 using namespace ptb::test;

@@ -4,7 +4,7 @@
 #include <random>
 
 #include "kernel_images.h"
-#include "ptbundle/kernels.h"
+#include "ptbundle/kernels/kernel_images.h"
 
 using namespace ptb;
 using namespace ptb::test;

@@ -1,7 +1,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "ptbundle/manifest.h"
+#include "ptbundle/bundle/manifest.h"
 #include "support.h"
 
 using namespace ptb;

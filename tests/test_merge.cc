@@ -10,14 +10,14 @@
 #include <sstream>
 
 #include "fixture_dump.h"
-#include "ptbundle/cuda_payload.h"
-#include "ptbundle/export.h"
-#include "ptbundle/manifest.h"
-#include "ptbundle/merge.h"
-#include "ptbundle/merge_scan.h"
-#include "ptbundle/ptd.h"
-#include "ptbundle/pte.h"
-#include "ptbundle/run_part.h"
+#include "ptbundle/formats/cuda_payload.h"
+#include "ptbundle/export/export.h"
+#include "ptbundle/bundle/manifest.h"
+#include "ptbundle/merge/merge.h"
+#include "ptbundle/export/merge_scan.h"
+#include "ptbundle/formats/ptd.h"
+#include "ptbundle/formats/pte.h"
+#include "ptbundle/cuda/run_part.h"
 #include "support.h"
 #include "variant_exports.h"
 

@@ -1,6 +1,6 @@
 #include <string>
 
-#include "ptbundle/names.h"
+#include "ptbundle/bundle/names.h"
 #include "support.h"
 
 using namespace ptb;

@@ -1,7 +1,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "ptbundle/npy.h"
+#include "ptbundle/formats/npy.h"
 #include "support.h"
 
 using namespace ptb;

@@ -3,8 +3,8 @@
 
 #include <zip.h>
 
-#include "ptbundle/pt2.h"
-#include "ptbundle/sha256.h"
+#include "ptbundle/formats/pt2.h"
+#include "ptbundle/base/sha256.h"
 #include "support.h"
 
 using namespace ptb;

@@ -1,7 +1,7 @@
 // The .ptd reader against every data file of the CUDA exports, compared with
 // ExecuTorch's own reading of it (dump.json).
 #include "fixture_dump.h"
-#include "ptbundle/ptd.h"
+#include "ptbundle/formats/ptd.h"
 
 using namespace ptb;
 using namespace ptb::test;

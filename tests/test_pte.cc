@@ -2,7 +2,7 @@
 // portable programs in executorch/, and every CUDA export compared field by
 // field with ExecuTorch's own reading of it (dump.json).
 #include "fixture_dump.h"
-#include "ptbundle/pte.h"
+#include "ptbundle/formats/pte.h"
 
 using namespace ptb;
 using namespace ptb::test;

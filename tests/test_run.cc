@@ -9,12 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptbundle/npy.h"
-#include "ptbundle/run_part.h"
-#include "ptbundle/runner.h"
-#include "ptbundle/sha256.h"
-#include "ptbundle/timing.h"
-#include "ptbundle/tolerance.h"
+#include "ptbundle/formats/npy.h"
+#include "ptbundle/cuda/run_part.h"
+#include "ptbundle/cuda/runner.h"
+#include "ptbundle/base/sha256.h"
+#include "ptbundle/results/timing.h"
+#include "ptbundle/results/tolerance.h"
 #include "gpu_support.h"
 #include "support.h"
 

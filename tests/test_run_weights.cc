@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu_support.h"
-#include "ptbundle/pte.h"
-#include "ptbundle/tolerance.h"
+#include "ptbundle/formats/pte.h"
+#include "ptbundle/results/tolerance.h"
 
 using namespace ptb;
 using ptb::test::npy_tensor;

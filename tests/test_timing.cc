@@ -1,6 +1,6 @@
 #include <vector>
 
-#include "ptbundle/timing.h"
+#include "ptbundle/results/timing.h"
 #include "support.h"
 
 using namespace ptb;

@@ -3,8 +3,8 @@
 #include <limits>
 #include <vector>
 
-#include "ptbundle/npy.h"
-#include "ptbundle/tolerance.h"
+#include "ptbundle/formats/npy.h"
+#include "ptbundle/results/tolerance.h"
 #include "support.h"
 
 using namespace ptb;

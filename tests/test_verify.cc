@@ -10,16 +10,16 @@
 #include <cstring>
 #include <fstream>
 
-#include "ptbundle/cuda_payload.h"
-#include "ptbundle/export.h"
-#include "ptbundle/gpu_check.h"
-#include "ptbundle/integrity.h"
-#include "ptbundle/kernels.h"
-#include "ptbundle/manifest.h"
-#include "ptbundle/ptd_writer.h"
-#include "ptbundle/pte_writer.h"
-#include "ptbundle/runner.h"
-#include "ptbundle/segment_source.h"
+#include "ptbundle/formats/cuda_payload.h"
+#include "ptbundle/export/export.h"
+#include "ptbundle/cuda/gpu_check.h"
+#include "ptbundle/integrity/integrity.h"
+#include "ptbundle/kernels/kernel_images.h"
+#include "ptbundle/bundle/manifest.h"
+#include "ptbundle/formats/ptd_writer.h"
+#include "ptbundle/formats/pte_writer.h"
+#include "ptbundle/cuda/runner.h"
+#include "ptbundle/formats/segment_source.h"
 #include "support.h"
 
 using namespace ptb;

@@ -6,11 +6,11 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "ptbundle/ptd.h"
-#include "ptbundle/ptd_writer.h"
-#include "ptbundle/pte.h"
-#include "ptbundle/pte_writer.h"
-#include "ptbundle/sha256.h"
+#include "ptbundle/formats/ptd.h"
+#include "ptbundle/formats/ptd_writer.h"
+#include "ptbundle/formats/pte.h"
+#include "ptbundle/formats/pte_writer.h"
+#include "ptbundle/base/sha256.h"
 #include "support.h"
 
 using namespace ptb;

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <string>
 
-#include "ptbundle/result.h"
+#include "ptbundle/base/result.h"
 
 namespace ptb::detail {
 

@@ -1,5 +1,5 @@
 // Which GPU `verify` judges against, and the order the checks run in.
-#include "ptbundle/gpu_check.h"
+#include "ptbundle/cuda/gpu_check.h"
 
 #include <algorithm>
 

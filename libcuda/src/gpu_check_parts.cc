@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <set>
 
-#include "ptbundle/gpu_check.h"
-#include "ptbundle/kernels.h"
+#include "ptbundle/cuda/gpu_check.h"
+#include "ptbundle/kernels/kernel_images.h"
 
 namespace ptb {
 namespace {

@@ -9,10 +9,10 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "ptbundle/gpu_check.h"
-#include "ptbundle/run_part.h"
-#include "ptbundle/runner.h"
-#include "ptbundle/tolerance.h"
+#include "ptbundle/cuda/gpu_check.h"
+#include "ptbundle/cuda/run_part.h"
+#include "ptbundle/cuda/runner.h"
+#include "ptbundle/results/tolerance.h"
 
 namespace ptb {
 namespace {

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "driver_api.h"
-#include "ptbundle/gpu.h"
+#include "ptbundle/cuda/gpu.h"
 
 namespace ptb {
 

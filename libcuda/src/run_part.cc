@@ -2,7 +2,7 @@
 // is checked here, where the error can still name the file and the key:
 // ExecuTorch's runtime once loaded a part whose weights blob was missing and
 // died at the first call with an illegal memory access.
-#include "ptbundle/run_part.h"
+#include "ptbundle/cuda/run_part.h"
 
 #include <algorithm>
 #include <bit>
@@ -13,12 +13,12 @@
 #include <limits>
 #include <random>
 
-#include "ptbundle/compat.h"
-#include "ptbundle/kernels.h"
-#include "ptbundle/manifest.h"
-#include "ptbundle/names.h"
-#include "ptbundle/pt2.h"
-#include "ptbundle/ptd.h"
+#include "ptbundle/kernels/compat.h"
+#include "ptbundle/kernels/kernel_images.h"
+#include "ptbundle/bundle/manifest.h"
+#include "ptbundle/bundle/names.h"
+#include "ptbundle/formats/pt2.h"
+#include "ptbundle/formats/ptd.h"
 
 namespace ptb {
 namespace fs = std::filesystem;

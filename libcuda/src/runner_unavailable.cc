@@ -1,7 +1,7 @@
 // The runner's entry points in a build without LibTorch: each answers with
 // what is missing, so callers (the CLI, tests, benchmarks) compile and link
 // the same way in both builds. With LibTorch, src/runner/ defines them.
-#include "ptbundle/runner.h"
+#include "ptbundle/cuda/runner.h"
 
 #if !defined(PTB_HAVE_LIBTORCH)
 

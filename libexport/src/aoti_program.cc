@@ -1,6 +1,6 @@
 #include "aoti_program.h"
 
-#include "ptbundle/segment_source.h"
+#include "ptbundle/formats/segment_source.h"
 
 namespace ptb::exporter {
 namespace {

@@ -1,6 +1,6 @@
 // The command-line shapes of --part and --example, parsed here so that the
 // CLI stays a thin layer and the rules are tested with the library.
-#include "ptbundle/export.h"
+#include "ptbundle/export/export.h"
 
 namespace ptb {
 namespace {

@@ -2,15 +2,15 @@
 // temporary file in the bundle folder, then rename them into place and
 // rewrite bundle.json. Until the renames nothing visible changes; if a rename
 // or the manifest write fails, the files this run put in place are removed.
-#include "ptbundle/export.h"
+#include "ptbundle/export/export.h"
 
 #include <filesystem>
 #include <set>
 #include <thread>
 
 #include "prepared_part.h"
-#include "ptbundle/names.h"
-#include "ptbundle/pte_writer.h"
+#include "ptbundle/bundle/names.h"
+#include "ptbundle/formats/pte_writer.h"
 
 namespace ptb {
 namespace {

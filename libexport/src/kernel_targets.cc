@@ -2,7 +2,7 @@
 #include <tuple>
 
 #include "prepared_part.h"
-#include "ptbundle/kernels.h"
+#include "ptbundle/kernels/kernel_images.h"
 
 namespace ptb::exporter {
 

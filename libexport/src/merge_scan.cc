@@ -1,8 +1,8 @@
-#include "ptbundle/merge_scan.h"
+#include "ptbundle/export/merge_scan.h"
 
 #include <algorithm>
 
-#include "ptbundle/kernels.h"
+#include "ptbundle/kernels/kernel_images.h"
 
 namespace ptb {
 

@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "ptbundle/export.h"
+#include "ptbundle/export/export.h"
 #include "ptbundle/fb/program_generated.h"
-#include "ptbundle/file.h"
-#include "ptbundle/manifest.h"
-#include "ptbundle/npy.h"
-#include "ptbundle/ptd.h"
-#include "ptbundle/ptd_writer.h"
-#include "ptbundle/pte.h"
-#include "ptbundle/segment_source.h"
+#include "ptbundle/base/file.h"
+#include "ptbundle/bundle/manifest.h"
+#include "ptbundle/formats/npy.h"
+#include "ptbundle/formats/ptd.h"
+#include "ptbundle/formats/ptd_writer.h"
+#include "ptbundle/formats/pte.h"
+#include "ptbundle/formats/segment_source.h"
 
 namespace ptb::exporter {
 

@@ -7,8 +7,8 @@
 
 #include "aoti_program.h"
 #include "prepared_part.h"
-#include "ptbundle/cuda_payload.h"
-#include "ptbundle/pt2.h"
+#include "ptbundle/formats/cuda_payload.h"
+#include "ptbundle/formats/pt2.h"
 
 namespace ptb::exporter {
 namespace {

@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "prepared_part.h"
-#include "ptbundle/cuda_payload.h"
+#include "ptbundle/formats/cuda_payload.h"
 
 namespace ptb::exporter {
 namespace {

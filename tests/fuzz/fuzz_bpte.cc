@@ -1,6 +1,6 @@
 // libFuzzer target: BpteFile::open and the program inside it.
 #include "fuzz_input.h"
-#include "ptbundle/bpte.h"
+#include "ptbundle/formats/bpte.h"
 #include "inspect_internal.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "ptbundle/cuda_payload.h"
+#include "ptbundle/formats/cuda_payload.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto decoded = ptb::decode_cuda_payload(ptb::Bytes(data, size), "forward", "fuzz");

@@ -1,8 +1,8 @@
 // libFuzzer target: PtdFile::open, every blob read, the inspect object built.
 #include "fuzz_input.h"
 #include "inspect_internal.h"
-#include "ptbundle/ptd.h"
-#include "ptbundle/sha256.h"
+#include "ptbundle/formats/ptd.h"
+#include "ptbundle/base/sha256.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = ptb::fuzz::input_path(data, size);

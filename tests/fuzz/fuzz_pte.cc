@@ -2,10 +2,10 @@
 // program that opened (describe it, read every segment and payload, decode
 // CUDA payloads, build the inspect object). Built by scripts/fuzz.
 #include "fuzz_input.h"
-#include "ptbundle/cuda_payload.h"
+#include "ptbundle/formats/cuda_payload.h"
 #include "inspect_internal.h"
-#include "ptbundle/pte.h"
-#include "ptbundle/sha256.h"
+#include "ptbundle/formats/pte.h"
+#include "ptbundle/base/sha256.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = ptb::fuzz::input_path(data, size);

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ptbundle/result.h"
+#include "ptbundle/base/result.h"
 #include "runner/loaded_library.h"
 
 namespace ptb::runner {

@@ -23,7 +23,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "ptbundle/runner.h"
+#include "ptbundle/cuda/runner.h"
 #include "runner/aoti_abi.h"
 #include "runner/copy_redirect.h"
 #include "runner/cuda_error.h"

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <mutex>
 
-#include "ptbundle/elf_imports.h"
+#include "ptbundle/kernels/elf_imports.h"
 
 namespace ptb::runner {
 namespace {

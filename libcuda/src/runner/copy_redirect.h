@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "ptbundle/file.h"
-#include "ptbundle/result.h"
-#include "ptbundle/runner.h"
+#include "ptbundle/base/file.h"
+#include "ptbundle/base/result.h"
+#include "ptbundle/cuda/runner.h"
 #include "runner/loaded_library.h"
 
 namespace ptb::runner {

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <utility>
 
-#include "ptbundle/runner_config.h"
+#include "ptbundle/cuda/runner_config.h"
 
 namespace ptb::runner {
 namespace {

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
-#include "ptbundle/file.h"
-#include "ptbundle/result.h"
+#include "ptbundle/base/file.h"
+#include "ptbundle/base/result.h"
 
 namespace ptb::runner {
 

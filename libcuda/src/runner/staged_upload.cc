@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "ptbundle/runner.h"
+#include "ptbundle/cuda/runner.h"
 #include "runner/cuda_error.h"
 
 namespace ptb {

@@ -1,0 +1,148 @@
+// bundle.json: what a bundle holds, so that `verify` and `run` need to guess
+// nothing. Its JSON Schema is schemas/bundle.schema.json; the field meanings
+// are documented there. Written with nlohmann::ordered_json so keys keep the
+// order below; read back with every field checked: types, known keys only,
+// part names (check_part_name, no case collisions) and file paths, which must
+// be exactly the paths derived from the part name. A hand-edited manifest
+// therefore cannot make ptbundle read or write outside the bundle folder.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ptbundle/formats/pte.h"
+#include "ptbundle/base/result.h"
+
+namespace ptb {
+
+inline constexpr int kManifestFormatVersion = 1;
+inline constexpr const char* kManifestFileName = "bundle.json";
+inline constexpr const char* kTestcaseFolder = "testcases";
+
+enum class FileRole { Program, Data, Testcase };
+const char* file_role_name(FileRole role);  // "program", "data", "testcase"
+
+// "<name>.pte", "<name>.ptd", "testcases/<name>.ptd": the only paths a part
+// may have, relative to the bundle folder.
+std::string part_file_path(std::string_view part_name, FileRole role);
+
+// Keys of a test case file (testcases/<name>.ptd): "<method>.input.<i>" and
+// "<method>.output.<i>", each a named tensor with its layout (dtype, sizes,
+// contiguous dim order).
+std::string testcase_key(std::string_view method, bool output, size_t index);
+
+struct ManifestFile {
+  FileRole role = FileRole::Program;
+  std::string path;  // part_file_path(name, role), or part_target_program_path(name, *target)
+  uint64_t size = 0;
+  std::string sha256;  // 64 lowercase hex digits
+  // Program files only: set when the part keeps one program per GPU target
+  // (`merge` of bundles in ExecuTorch's older single-blob CUDA layout, whose
+  // programs cannot hold several variants); the programs then share the
+  // part's data file. "sm_90", or "compute_75" for a PTX-only program.
+  std::optional<std::string> target{};
+};
+
+// "<target>/<name>.pte": the program of a part for one GPU target. A folder
+// per target, because a part name may contain '.' and "<name>.<target>.pte"
+// could be another part's program.
+std::string part_target_program_path(std::string_view part_name, std::string_view target);
+// "sm_<digits>" with an optional "a" or "f", or "compute_<digits>".
+bool is_gpu_target_name(std::string_view target);
+
+struct ManifestValue {
+  std::string kind;   // "tensor", or the value kind from describe_methods ("int", "none", ...)
+  std::string dtype;  // tensors: scalar_type_name ("float32")
+  std::vector<int64_t> shape;
+  std::string dynamism;  // tensors: "static", "dynamic_bound", "dynamic_unbound"
+};
+
+struct ManifestDelegate {
+  std::string id;                        // "CudaBackend"
+  std::optional<std::string> data_name;  // its data_name compile spec
+};
+
+struct ManifestMethod {
+  std::string name;
+  std::vector<ManifestValue> inputs;
+  std::vector<ManifestValue> outputs;
+  std::vector<ManifestDelegate> delegates;
+};
+
+// What bundle.json records of a method of a program: export writes it, and
+// verify compares it with the program found on disk.
+ManifestMethod manifest_method(const MethodInfo& method);
+
+
+struct KernelTarget {
+  std::string target;  // "sm_90", "sm_90a", "compute_75"
+  uint32_t sm = 0;
+  std::string kind;  // "cubin" or "ptx"
+};
+
+// The GPU the part was compiled on, when the source says; unknown fields are empty.
+struct BuildGpu {
+  std::optional<std::string> name;
+  std::optional<std::string> compute_capability;  // "9.0"
+  std::optional<std::string> driver_version;
+};
+
+struct CudaInfo {
+  std::vector<KernelTarget> kernel_targets;  // sorted, distinct
+  std::optional<BuildGpu> built_on;
+};
+
+struct ManifestTestcase {
+  std::string path;  // part_file_path(name, Testcase)
+  double atol = 0;
+  double rtol = 0;
+  uint32_t inputs = 0;
+  uint32_t outputs = 0;
+};
+
+struct ManifestSource {
+  std::string kind;                // "executorch" or "aoti_package"
+  std::vector<std::string> files;  // base names of the inputs, for people; never opened
+};
+
+struct ManifestPart {
+  std::string name;
+  ManifestSource source;
+  std::vector<ManifestFile> files;
+  std::optional<std::string> data_name;  // equals name when the part has a data file
+  std::vector<ManifestMethod> methods;
+  std::optional<CudaInfo> cuda;
+  std::optional<ManifestTestcase> testcase;
+
+  const ManifestFile* find_file(FileRole role) const;
+};
+
+struct Manifest {
+  int format_version = kManifestFormatVersion;
+  std::string ptbundle_version;
+  std::string created;  // UTC, "2026-05-01T12:34:56Z"
+  std::vector<ManifestPart> parts;
+
+  const ManifestPart* find_part(std::string_view name) const;
+  ManifestPart* find_part(std::string_view name);
+};
+
+using Json = nlohmann::ordered_json;
+
+Json manifest_to_json(const Manifest& manifest);
+// `name` prefixes errors ("bundle/bundle.json").
+Result<Manifest> manifest_from_json(const Json& json, const std::string& name);
+Result<Manifest> parse_manifest(std::string_view text, const std::string& name);
+
+// <bundle_dir>/bundle.json.
+Result<Manifest> read_manifest(const std::string& bundle_dir);
+// Atomically (temporary file + rename), so a reader sees the old or the new manifest.
+Status write_manifest(const std::string& bundle_dir, const Manifest& manifest);
+
+std::string utc_now_iso8601();
+
+}  // namespace ptb

@@ -1,0 +1,113 @@
+// AOTInductor packages (.pt2): the zip that torch._inductor.aoti_compile_and_package
+// writes. Every entry sits under one archive root folder ("<root>/..."):
+//   <root>/archive_format ("pt2"), archive_version, byteorder, .data/version, ...
+//   <root>/data/aotinductor/<model>/<hash>.wrapper.so      the compiled model
+//   <root>/data/aotinductor/<model>/<hash>.wrapper_metadata.json  AOTI_* facts
+//   <root>/data/aotinductor/<model>/<hash>.wrapper_weights.blob   weights, when
+//        compiled with package_constants_in_so=False (binary_blob format)
+//   <root>/data/aotinductor/<model>/<hash>.cubin / .fatbin / .ptx   kernels, when
+//        not embedded in the library (the default)
+//   <root>/data/aotinductor/<model>/*.cpp, *.o, *_compile_flags.json, ...
+//   <root>/data/constants/..., <root>/data/weights/...    weights kept outside
+//        the model folder by torch.export's archive format
+//
+// open() reads the central directory only (and the small metadata JSONs).
+// Entry names come from the file and are untrusted: this code never turns
+// them into paths; callers choose output paths. Every read is bounded by a
+// limit the caller passes, checked against the declared size and against
+// the bytes actually produced, so a zip bomb fails instead of filling memory
+// or disk. libzip checks each entry's CRC-32 when it has been read through.
+// A Pt2Package is not safe to use from two threads at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ptbundle/base/file.h"
+#include "ptbundle/base/result.h"
+
+namespace ptb {
+
+struct Pt2Entry {
+  std::string name;             // full name inside the zip, "<root>/data/..."
+  uint64_t index = 0;           // libzip's index
+  uint64_t size = 0;            // uncompressed, as the central directory says
+  uint64_t compressed_size = 0;
+  uint16_t compression_method = 0;  // ZIP method number: 0 stored, 8 deflate, ...
+  uint32_t crc32 = 0;
+  bool encrypted = false;
+};
+
+// One data/aotinductor/<model>/ folder. Fields hold full entry names.
+struct Pt2Model {
+  std::string name;       // <model> ("model" unless the package was made otherwise)
+  std::string directory;  // "<root>/data/aotinductor/<model>/"
+  std::string wrapper_library;                  // the *.so
+  std::optional<std::string> weights_blob;      // *_weights.blob
+  std::vector<std::string> kernel_binaries;     // *.cubin, *.fatbin, *.ptx
+  std::vector<std::string> cpp_sources;         // *.cpp
+  std::vector<std::string> object_files;        // *.o (kept constants when compiled from source)
+  std::optional<std::string> metadata_entry;    // the wrapper library's *_metadata.json
+  std::vector<std::pair<std::string, std::string>> metadata;  // in file order
+
+  // With no blob, the weights are linked into the library (the default).
+  bool weights_in_library() const { return !weights_blob.has_value(); }
+  bool kernels_in_separate_files() const { return !kernel_binaries.empty(); }
+  const std::string* metadata_value(std::string_view key) const;
+};
+
+struct Pt2Limits {
+  uint64_t max_metadata_bytes = 1 << 20;  // each *_metadata.json and small marker file
+};
+
+class Pt2Package {
+ public:
+  static Result<Pt2Package> open(const std::string& path, Pt2Limits limits = {});
+
+  Pt2Package();
+  Pt2Package(Pt2Package&&) noexcept;
+  Pt2Package& operator=(Pt2Package&&) noexcept;
+  ~Pt2Package();
+
+  const std::string& path() const { return path_; }
+  const std::string& root() const { return root_; }  // "mlp_et/"; "" when entries have no root folder
+  const std::string& archive_format() const { return archive_format_; }    // "pt2", or "" if absent
+  const std::string& archive_version() const { return archive_version_; }  // "0", or "" if absent
+  const std::vector<Pt2Entry>& entries() const { return entries_; }
+  const std::vector<Pt2Model>& models() const { return models_; }
+  // Entries under <root>/data/constants/ and <root>/data/weights/.
+  const std::vector<std::string>& external_weight_entries() const { return external_weights_; }
+
+  const Pt2Entry* find_entry(std::string_view name) const;
+  const Pt2Model* find_model(std::string_view name) const;
+
+  // The whole entry in memory; fails if it is, or inflates to, more than
+  // max_bytes, or if its CRC does not match.
+  Result<std::vector<uint8_t>> read_entry(std::string_view name, uint64_t max_bytes) const;
+  // Appends the entry to `out` in chunks. Same limits and checks as read_entry;
+  // on failure `out` holds a partial copy and should be discarded.
+  Status extract_entry(std::string_view name, AtomicOutput& out, uint64_t max_bytes) const;
+  // extract_entry into a new file at `output_path` (chosen by the caller).
+  Status extract_entry_to(std::string_view name, const std::string& output_path, uint64_t max_bytes) const;
+
+ private:
+  struct Archive;
+  template <class Sink>
+  Status stream_entry(std::string_view name, uint64_t max_bytes, Sink&& sink) const;
+
+  std::string path_;
+  std::string root_;
+  std::string archive_format_;
+  std::string archive_version_;
+  std::vector<Pt2Entry> entries_;
+  std::vector<Pt2Model> models_;
+  std::vector<std::string> external_weights_;
+  std::unique_ptr<Archive> archive_;
+};
+
+}  // namespace ptb

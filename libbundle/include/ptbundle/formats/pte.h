@@ -1,0 +1,136 @@
+// Reading ExecuTorch programs (.pte), and the programs inside BundledPrograms.
+//
+// open() maps the file and checks everything that later code indexes with:
+// the optional "eh00" extended header, FlatBuffers verification of the
+// program, every segment inside the file, every named-data entry pointing at
+// an existing segment, every delegate reference pointing at existing data.
+// After that, accessors do not fail on bounds. Segment bytes are only touched
+// when a caller asks for them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ptbundle/base/file.h"
+#include "ptbundle/fb/program_generated.h"
+#include "ptbundle/base/result.h"
+
+namespace ptb {
+
+// The "eh00" header that ExecuTorch places after the file identifier.
+struct PteExtendedHeader {
+  uint32_t length = 0;               // bytes of header, magic included
+  uint64_t program_size = 0;         // bytes of flatbuffer, from offset 0
+  uint64_t segment_base_offset = 0;  // where segment offsets start
+  uint64_t segment_data_size = 0;    // 0 when the header is too short to hold it
+};
+
+struct PteSegment {
+  uint64_t offset = 0;       // as stored: relative to the segment base
+  uint64_t size = 0;
+  uint64_t file_offset = 0;  // absolute, checked to lie inside the file
+};
+
+struct PteNamedData {
+  std::string key;
+  uint32_t segment_index = 0;
+  uint64_t size = 0;  // the segment's size
+};
+
+class PteFile {
+ public:
+  static Result<PteFile> open(const std::string& path);
+  // A program held inside another file (a .bpte's program field). `owner`
+  // keeps the bytes alive; `name` is what errors call it.
+  static Result<PteFile> parse(std::shared_ptr<const MappedFile> owner, Bytes data, std::string name);
+
+  const std::string& name() const { return name_; }
+  Bytes bytes() const { return data_; }
+  const MappedFile& file() const { return *owner_; }
+  // Where bytes() starts inside file(); 0 for a standalone .pte.
+  uint64_t base_offset() const { return base_offset_; }
+
+  const std::optional<PteExtendedHeader>& extended_header() const { return header_; }
+  const fb::Program& program() const { return *program_; }
+  uint64_t flatbuffer_size() const { return flatbuffer_size_; }
+
+  const std::vector<PteSegment>& segments() const { return segments_; }
+  Bytes segment_bytes(size_t index) const;  // index < segments().size()
+
+  const std::vector<PteNamedData>& named_data() const { return named_data_; }
+  const PteNamedData* find_named_data(std::string_view key) const;
+  Bytes named_data_bytes(const PteNamedData& entry) const;
+
+  // The processed bytes of delegate `delegate_index` of execution plan
+  // `plan_index`, inline or in a segment.
+  Bytes delegate_payload(size_t plan_index, size_t delegate_index) const;
+
+ private:
+  std::shared_ptr<const MappedFile> owner_;
+  std::string name_;
+  Bytes data_;
+  uint64_t base_offset_ = 0;
+  std::optional<PteExtendedHeader> header_;
+  const fb::Program* program_ = nullptr;
+  uint64_t flatbuffer_size_ = 0;
+  std::vector<PteSegment> segments_;
+  std::vector<PteNamedData> named_data_;
+  // [plan][delegate] -> payload, resolved and checked at open.
+  std::vector<std::vector<Bytes>> delegate_payloads_;
+};
+
+// ---- What a method looks like from outside: for inspect, manifests, run ----
+
+const char* scalar_type_name(int8_t scalar_type);     // "float32", "bfloat16", ...; "unknown" otherwise
+std::optional<int8_t> scalar_type_from_name(std::string_view name);
+std::optional<uint64_t> scalar_type_size(int8_t scalar_type);  // bytes per element
+
+struct TensorSpec {
+  int8_t scalar_type = 0;
+  std::vector<int64_t> sizes;
+  std::vector<uint8_t> dim_order;
+  std::string dynamism = "static";  // "static", "dynamic_bound", "dynamic_unbound"
+};
+
+// One input or output of a method: a tensor, or another kind of value
+// ("int", "double", "bool", "string", "none", "int_list", ...).
+struct ValueSpec {
+  std::string kind;
+  std::optional<TensorSpec> tensor;
+};
+
+struct CompileSpecEntry {
+  std::string key;
+  std::vector<uint8_t> value;
+  bool is_text() const;  // printable UTF-8/ASCII
+};
+
+struct DelegateInfo {
+  std::string id;                         // "CudaBackend", ...
+  std::string location;                   // "inline" or "segment"
+  uint32_t index = 0;                     // into backend_delegate_data or segments
+  uint64_t payload_size = 0;
+  std::vector<CompileSpecEntry> compile_specs;  // in file order
+  const CompileSpecEntry* find_spec(std::string_view key) const;
+};
+
+struct MethodInfo {
+  std::string name;
+  std::vector<ValueSpec> inputs;
+  std::vector<ValueSpec> outputs;
+  std::vector<std::string> operators;  // "name.overload" or "name"
+  std::vector<DelegateInfo> delegates;
+  uint64_t num_values = 0;
+  uint64_t num_instructions = 0;
+  std::vector<int64_t> non_const_buffer_sizes;
+};
+
+// Every index used (inputs, outputs, op and delegate indices) was verified
+// at open, so this cannot fail on a PteFile.
+std::vector<MethodInfo> describe_methods(const PteFile& pte);
+
+}  // namespace ptb

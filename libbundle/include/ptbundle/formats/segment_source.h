@@ -1,0 +1,55 @@
+// Bytes to be placed in an output file, wherever they live now: in memory the
+// caller keeps alive, or in a range of a mapped input file. The writers of
+// .pte and .ptd files take segments in this form so that a 4 GiB blob from an
+// input file is copied by the kernel (copy_file_range) and never read into
+// memory, and so that one output can gather blobs from several input files.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "ptbundle/base/file.h"
+#include "ptbundle/base/result.h"
+
+namespace ptb {
+
+// Called while large copies run: bytes done so far of `total` for one file.
+using CopyProgress = std::function<void(uint64_t done, uint64_t total)>;
+
+struct SegmentSource {
+  // Not owned: the caller keeps the bytes, or the mapped file, alive until
+  // the write returns.
+  static SegmentSource memory(Bytes bytes, uint64_t alignment = 1);
+  // [offset, offset + size) of `file`, checked against its size by the writer.
+  static SegmentSource file_range(const MappedFile& file, uint64_t offset, uint64_t size,
+                                  uint64_t alignment = 1);
+
+  Bytes bytes;                       // when file == nullptr
+  const MappedFile* file = nullptr;  // else this range of it
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  // Alignment this segment needs beyond the writer's segment alignment
+  // (ExecuTorch aligns each segment to lcm(segment_alignment, alignment)).
+  uint64_t alignment = 1;
+
+  // Appends the bytes to `out`: memory by write(), a file range through
+  // AtomicOutput::copy_from in slices, reporting progress between slices.
+  Status write_to(AtomicOutput& out, const CopyProgress& progress = {}) const;
+};
+
+// The smallest multiple of `alignment` (a power of two or any positive
+// number) that is >= value.
+uint64_t align_up(uint64_t value, uint64_t alignment);
+uint64_t lcm_alignment(uint64_t a, uint64_t b);
+
+// Writes `count` zero bytes so that `out` reaches position `target`; an error
+// if it is already past it (a layout bug, not an input error).
+Status pad_to(AtomicOutput& out, uint64_t target);
+
+// SHA-256 of a file's bytes read with pread in 1 MiB pieces, so hashing a
+// 4 GiB file keeps neither the file nor a mapping of it resident.
+Result<std::string> sha256_file_hex(const std::string& path);
+Result<std::string> sha256_range_hex(const MappedFile& file, uint64_t offset, uint64_t size);
+
+}  // namespace ptb

@@ -1,0 +1,48 @@
+// What `ptbundle inspect` reports about a file: one JSON object per input, in
+// the form documented by schemas/inspect.schema.json and man/ptbundle-inspect.1.
+// It is built here, not in the CLI, so that benchmarks and other commands can
+// call it; the CLI prints it as JSON or renders the same object as text.
+//
+// Blob bytes are only read for --sha256 (streamed through a small buffer)
+// and by the kernel scanner the caller may pass.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ptbundle/base/file.h"
+#include "ptbundle/base/result.h"
+
+namespace ptb {
+
+using InspectJson = nlohmann::ordered_json;
+
+struct InspectOptions {
+  bool sha256 = false;
+  // Lists the GPU code in a CUDA library or kernel file (a delegate's .so, a
+  // .pt2 model library, a .cubin). Returns a JSON array of kernel images or
+  // an error; unset, no "kernels" fields are produced. libbundle cannot see
+  // libcuda, so the caller supplies it.
+  std::function<Result<InspectJson>(Bytes data, const std::string& name)> scan_kernels;
+};
+
+// "pte", "ptd", "bpte", "pt2", "bundle" (a folder with bundle.json), or an
+// error when the file is none of these. The content decides; the extension
+// only when the content is too short to tell.
+Result<std::string> detect_inspect_kind(const std::string& path);
+
+// The object for one path: {"path", "kind", ...}. Errors are those of the
+// readers (the whole file is refused, as ptbundle refuses to load it).
+Result<InspectJson> inspect_path(const std::string& path, const InspectOptions& options = {});
+
+// The largest power of two that divides `file_offset`, at most 4096: the
+// alignment a loader can rely on when it maps the file.
+uint64_t offset_alignment(uint64_t file_offset);
+
+// SHA-256 (hex) of [offset, offset + size) of `file`, streamed in 1 MiB
+// slices through one buffer, so that hashing a 4 GiB blob keeps nothing of it
+// resident. The range must lie in the file.
+std::string sha256_mapped_range(const MappedFile& file, uint64_t offset, uint64_t size);
+
+}  // namespace ptb

@@ -1,0 +1,133 @@
+// The checks of `ptbundle verify` that need no knowledge of GPUs: names,
+// the manifest against the files (present, sizes, SHA-256, nothing
+// unlisted), the readers' own bounds checks, every key a delegate references
+// present with the size it needs, weight views inside their storage, and the
+// test-case files against their method's signature.
+//
+// Every problem becomes one failed check and the checking goes on, so a
+// report lists all problems rather than the first: a reader error fails the
+// check of that file and skips what depends on it. libcuda's gpu_check.h
+// continues with the subjects found here (GPU verdicts, test cases).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ptbundle/formats/bpte.h"
+#include "ptbundle/formats/cuda_payload.h"
+#include "ptbundle/base/file.h"
+#include "ptbundle/bundle/manifest.h"
+#include "ptbundle/formats/pt2.h"
+#include "ptbundle/formats/ptd.h"
+#include "ptbundle/formats/pte.h"
+#include "ptbundle/base/result.h"
+
+namespace ptb {
+
+enum class CheckStatus { Pass, Fail, Skip };
+const char* check_status_name(CheckStatus status);  // "pass", "fail", "skip"
+
+// The names of the checks, as `verify --json` reports them.
+namespace checks {
+inline constexpr const char* kInput = "input";                  // the PATH is a bundle, .pte, .bpte or .pt2
+inline constexpr const char* kManifest = "manifest";            // bundle.json reads and validates
+inline constexpr const char* kName = "name";                    // part names and data names follow the rules
+inline constexpr const char* kNameCollision = "name_collision"; // no two names differ only in case
+inline constexpr const char* kFile = "file";                    // a listed file: present, size, SHA-256
+inline constexpr const char* kUnlistedFile = "unlisted_file";   // a .pte/.ptd in the folder the manifest lacks
+inline constexpr const char* kProgram = "program";              // the .pte/.bpte/.pt2 opens (segments, offsets)
+inline constexpr const char* kDataFile = "data_file";           // the .ptd is found and opens
+inline constexpr const char* kManifestProgram = "manifest_program";  // manifest methods = the program's
+inline constexpr const char* kDataName = "data_name";           // delegates' data_name compile specs
+inline constexpr const char* kDelegateKeys = "delegate_keys";   // every referenced key, with its size
+inline constexpr const char* kWeights = "weights";              // per-FQN weight views fit their storage
+inline constexpr const char* kTestcaseFile = "testcase_file";   // testcases/<part>.ptd matches the method
+inline constexpr const char* kPackageLayout = "package_layout"; // a .pt2 compiled as ExecuTorch's CUDA backend needs
+inline constexpr const char* kKernelTargets = "kernel_targets"; // manifest's kernel targets = the libraries'
+inline constexpr const char* kGpu = "gpu";                      // each CUDA part can run on the GPU
+inline constexpr const char* kTestcase = "testcase";            // recorded test cases reproduce
+}  // namespace checks
+
+struct CheckOutcome {
+  std::string path;     // the PATH argument the check belongs to
+  std::string check;    // one of checks::
+  std::string subject;  // "part encoder", "enc.ptd: key 'x'", ...
+  CheckStatus status = CheckStatus::Pass;
+  std::string message;  // what is wrong and what would fix it; for a pass, what was found
+};
+
+class CheckList {
+ public:
+  // The PATH argument that outcomes added from now on belong to.
+  void begin_path(std::string path) { path_ = std::move(path); }
+  void pass(std::string check, std::string subject, std::string message);
+  void fail(std::string check, std::string subject, std::string message);
+  void skip(std::string check, std::string subject, std::string message);
+
+  const std::vector<CheckOutcome>& outcomes() const { return outcomes_; }
+  size_t count(CheckStatus status) const;
+  bool failed() const { return count(CheckStatus::Fail) > 0; }
+
+ private:
+  void add(std::string check, std::string subject, CheckStatus status, std::string message);
+  std::string path_;
+  std::vector<CheckOutcome> outcomes_;
+};
+
+enum class SubjectKind { Program, BundledProgram, Package };
+
+// A program whose files opened: what the GPU and test-case checks work on.
+struct VerifySubject {
+  std::string label;      // "part encoder", "sm80/model.pte"
+  std::string part_name;  // the bundle part, or the file's stem
+  SubjectKind kind = SubjectKind::Program;
+  std::string program_path;
+  std::shared_ptr<const PteFile> pte;     // Program; BundledProgram: the program inside
+  std::shared_ptr<const PtdFile> ptd;     // its data file, when it has one that opened
+  std::shared_ptr<const BpteFile> bpte;   // BundledProgram
+  std::shared_ptr<const Pt2Package> package;  // Package
+  // Bundle parts only.
+  std::optional<std::string> bundle_dir;
+  std::optional<ManifestPart> manifest;
+  // Parts with one program per GPU target: this program's target ("sm_90");
+  // the part's other programs are subjects of their own, with the same part_name.
+  std::optional<std::string> target;
+  std::shared_ptr<const PtdFile> testcase;  // testcases/<part>.ptd, when it passed its checks
+  std::string testcase_method;              // the method the test case calls
+};
+
+// "model.pte,data.ptd" gives both; otherwise the data file is looked up.
+struct VerifyInput {
+  std::string path;
+  std::optional<std::string> data_path;
+};
+VerifyInput parse_verify_input(std::string_view argument);
+
+// Runs every check above on one input and returns the subjects the GPU
+// checks can go on with (those whose program opened). Never fails: a problem
+// is a failed check.
+std::vector<VerifySubject> check_integrity(const VerifyInput& input, CheckList& checks);
+
+// The bytes stored under `key`: in the data file first, then in the
+// program's named data, the two places ExecuTorch's runtime looks.
+struct NamedBytes {
+  Bytes bytes;
+  std::string file;  // which file holds them
+};
+std::optional<NamedBytes> find_named_bytes(const PteFile& pte, const PtdFile* ptd, std::string_view key);
+
+// The bytes a per-FQN weight view reaches (storage_offset + the extent of
+// sizes and strides, times the element size), or an error saying why the
+// entry is malformed (unknown dtype, negative sizes, overflow).
+Result<uint64_t> weight_view_bytes(const CudaWeight& weight);
+
+// The data file ExecuTorch's export writes beside a lone program:
+// <stem>.ptd, <data_name>.ptd (a checked name only) or aoti_cuda_blob.ptd,
+// the first that exists.
+std::optional<std::string> find_data_file_beside(const std::string& program_path, const PteFile& pte);
+
+}  // namespace ptb

@@ -1,0 +1,190 @@
+#include <zip.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "ptbundle/formats/pt2.h"
+#include "formats/pt2_layout.h"
+
+namespace ptb {
+namespace {
+
+constexpr uint64_t kChunk = 1 << 20;
+
+std::string libzip_error_text(int code) {
+  zip_error_t error;
+  zip_error_init_with_code(&error, code);
+  std::string text = zip_error_strerror(&error);
+  zip_error_fini(&error);
+  return text;
+}
+
+std::string entry_context(const std::string& path, std::string_view name) {
+  return path + ": entry '" + std::string(name) + "'";
+}
+
+}  // namespace
+
+struct Pt2Package::Archive {
+  zip_t* zip = nullptr;
+  ~Archive() {
+    if (zip) zip_discard(zip);  // read-only: nothing to write back
+  }
+};
+
+Pt2Package::Pt2Package() = default;
+Pt2Package::Pt2Package(Pt2Package&&) noexcept = default;
+Pt2Package& Pt2Package::operator=(Pt2Package&&) noexcept = default;
+Pt2Package::~Pt2Package() = default;
+
+const std::string* Pt2Model::metadata_value(std::string_view key) const {
+  for (const auto& [k, v] : metadata)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+const Pt2Entry* Pt2Package::find_entry(std::string_view name) const {
+  for (const auto& entry : entries_)
+    if (entry.name == name) return &entry;
+  return nullptr;
+}
+
+const Pt2Model* Pt2Package::find_model(std::string_view name) const {
+  for (const auto& model : models_)
+    if (model.name == name) return &model;
+  return nullptr;
+}
+
+template <class Sink>
+Status Pt2Package::stream_entry(std::string_view name, uint64_t max_bytes, Sink&& sink) const {
+  const Pt2Entry* entry = find_entry(name);
+  if (!entry) return invalid(entry_context(path_, name) + ": no such entry in the package");
+  if (entry->encrypted) return invalid(entry_context(path_, name) + ": is encrypted; expected a plain entry");
+  if (entry->size > max_bytes)
+    return invalid(entry_context(path_, name) + ": is " + std::to_string(entry->size) +
+                   " bytes uncompressed; the limit is " + std::to_string(max_bytes));
+  zip_file_t* file = zip_fopen_index(archive_->zip, entry->index, 0);
+  if (!file)
+    return invalid(entry_context(path_, name) + ": cannot open: " + zip_strerror(archive_->zip));
+  std::unique_ptr<zip_file_t, decltype(&zip_fclose)> closer(file, &zip_fclose);
+  std::vector<uint8_t> buffer(static_cast<size_t>(std::min<uint64_t>(entry->size, kChunk)) + 1);
+  uint64_t total = 0;
+  for (;;) {
+    zip_int64_t n = zip_fread(file, buffer.data(), buffer.size());
+    if (n < 0)
+      return invalid(entry_context(path_, name) + ": read failed at byte " + std::to_string(total) + ": " +
+                     zip_file_strerror(file));
+    if (n == 0) break;
+    total += static_cast<uint64_t>(n);
+    // The central directory may understate what an entry inflates to.
+    if (total > entry->size)
+      return invalid(entry_context(path_, name) + ": inflates past its declared size of " +
+                     std::to_string(entry->size) + " bytes");
+    PTB_CHECK(sink(Bytes(buffer.data(), static_cast<size_t>(n))));
+  }
+  if (total != entry->size)
+    return invalid(entry_context(path_, name) + ": holds " + std::to_string(total) + " bytes; expected " +
+                   std::to_string(entry->size) + " (the central directory's size)");
+  return {};
+}
+
+Result<std::vector<uint8_t>> Pt2Package::read_entry(std::string_view name, uint64_t max_bytes) const {
+  std::vector<uint8_t> data;
+  if (const Pt2Entry* entry = find_entry(name); entry && entry->size <= max_bytes)
+    data.reserve(static_cast<size_t>(entry->size));
+  PTB_CHECK(stream_entry(name, max_bytes, [&](Bytes chunk) -> Status {
+    data.insert(data.end(), chunk.begin(), chunk.end());
+    return {};
+  }));
+  return data;
+}
+
+Status Pt2Package::extract_entry(std::string_view name, AtomicOutput& out, uint64_t max_bytes) const {
+  return stream_entry(name, max_bytes, [&](Bytes chunk) { return out.write(chunk); });
+}
+
+Status Pt2Package::extract_entry_to(std::string_view name, const std::string& output_path,
+                                    uint64_t max_bytes) const {
+  PTB_TRY(AtomicOutput out, AtomicOutput::create(output_path));
+  PTB_CHECK(extract_entry(name, out, max_bytes));
+  return out.commit();
+}
+
+Result<Pt2Package> Pt2Package::open(const std::string& path, Pt2Limits limits) {
+  Pt2Package package;
+  package.path_ = path;
+  package.archive_ = std::make_unique<Archive>();
+  int code = 0;
+  // CHECKCONS compares each local header with the central directory, which
+  // catches truncated and spliced archives before any entry is read.
+  package.archive_->zip = zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code);
+  if (!package.archive_->zip) {
+    auto kind = code == ZIP_ER_NOENT || code == ZIP_ER_OPEN || code == ZIP_ER_READ ? ErrorKind::Io : ErrorKind::Invalid;
+    std::string why = code == ZIP_ER_EXISTS ? "two entries share one name" : libzip_error_text(code);
+    return Error{kind, path + ": not a readable zip archive: " + why};
+  }
+  zip_int64_t count = zip_get_num_entries(package.archive_->zip, 0);
+  std::set<std::string, std::less<>> seen;
+  for (zip_int64_t i = 0; i < count; ++i) {
+    zip_stat_t st;
+    zip_stat_init(&st);
+    if (zip_stat_index(package.archive_->zip, static_cast<zip_uint64_t>(i), ZIP_FL_ENC_RAW, &st) != 0)
+      return invalid(path + ": central directory entry " + std::to_string(i) + ": " +
+                     zip_strerror(package.archive_->zip));
+    const zip_uint64_t needed = ZIP_STAT_NAME | ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD | ZIP_STAT_CRC;
+    if ((st.valid & needed) != needed)
+      return invalid(path + ": central directory entry " + std::to_string(i) + ": name, sizes, method or CRC missing");
+    Pt2Entry entry;
+    entry.name = st.name;
+    entry.index = static_cast<uint64_t>(i);
+    entry.size = st.size;
+    entry.compressed_size = st.comp_size;
+    entry.compression_method = st.comp_method;
+    entry.crc32 = st.crc;
+    entry.encrypted = (st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE;
+    // Two entries with one name would let the reader and PyTorch's loader
+    // see different files.
+    if (!seen.insert(entry.name).second)
+      return invalid(path + ": entry '" + entry.name + "' appears twice; expected unique names");
+    package.entries_.push_back(std::move(entry));
+  }
+
+  PTB_TRY(Pt2Layout layout, classify_pt2_entries(path, package.entries_));
+  package.root_ = layout.root;
+  package.models_ = std::move(layout.models);
+  package.external_weights_ = std::move(layout.external_weights);
+
+  auto read_small_text = [&](const std::string& name) -> Result<std::string> {
+    PTB_TRY(auto bytes, package.read_entry(name, limits.max_metadata_bytes));
+    return std::string(bytes.begin(), bytes.end());
+  };
+  if (package.find_entry(package.root_ + "archive_format")) {
+    PTB_TRY(package.archive_format_, read_small_text(package.root_ + "archive_format"));
+  }
+  if (package.find_entry(package.root_ + "archive_version")) {
+    PTB_TRY(package.archive_version_, read_small_text(package.root_ + "archive_version"));
+  }
+  for (auto& model : package.models_) {
+    if (!model.metadata_entry) continue;
+    PTB_TRY(std::string text, read_small_text(*model.metadata_entry));
+    PTB_TRY(model.metadata, parse_pt2_metadata(entry_context(path, *model.metadata_entry), text));
+  }
+  return package;
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> parse_pt2_metadata(const std::string& context,
+                                                                            const std::string& text) {
+  auto json = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object())
+    return invalid(context + ": not a JSON object; expected {\"AOTI_DEVICE_KEY\": ..., ...}");
+  std::vector<std::pair<std::string, std::string>> metadata;
+  for (const auto& [key, value] : json.items()) {
+    if (!value.is_string())
+      return invalid(context + ": key '" + key + "': value is " + value.type_name() + "; expected a string");
+    metadata.emplace_back(key, value.get<std::string>());
+  }
+  return metadata;
+}
+
+}  // namespace ptb

@@ -1,0 +1,147 @@
+// Opening a .ptd (FlatTensor). ExecuTorch splices a 40-byte "FH01" header,
+// padded to the tensor alignment, in after the flatbuffer's root offset and
+// file identifier; the flatbuffer then spans [0, flatbuffer_offset +
+// flatbuffer_size) and the segments start at segment_base_offset.
+#include "ptbundle/fb/flat_tensor_generated.h"
+#include "ptbundle/formats/ptd.h"
+#include "formats/wire.h"
+
+namespace ptb {
+namespace {
+
+constexpr std::string_view kDataIdentifier = "FT01";
+constexpr std::string_view kHeaderMagic = "FH01";
+constexpr uint64_t kHeaderOffset = 8;
+constexpr uint32_t kHeaderLength = 40;
+
+std::string num(uint64_t value) { return std::to_string(value); }
+
+Result<PtdHeader> read_header(Bytes data, const std::string& path) {
+  if (data.size() < 8) {
+    return invalid(path + ": " + num(data.size()) +
+                   " bytes is too short for a data file; expected at least 8 (root offset and file identifier 'FT01')");
+  }
+  if (!wire::has_text_at(data, 4, kDataIdentifier)) {
+    return invalid(path + ": file identifier at offset 4 is '" + wire::show_bytes(data.subspan(4, 4)) +
+                   "'; expected 'FT01' (an ExecuTorch data file)");
+  }
+  if (data.size() < kHeaderOffset + kHeaderLength) {
+    return invalid(path + ": header at offset 8 is cut off: the file ends at byte " + num(data.size()) +
+                   "; expected at least " + num(kHeaderOffset + kHeaderLength) + " bytes");
+  }
+  if (!wire::has_text_at(data, kHeaderOffset, kHeaderMagic)) {
+    return invalid(path + ": header magic at offset 8 is '" + wire::show_bytes(data.subspan(kHeaderOffset, 4)) +
+                   "'; expected 'FH01'");
+  }
+  PtdHeader header;
+  header.length = wire::u32le(data, kHeaderOffset + 4);
+  header.flatbuffer_offset = wire::u64le(data, kHeaderOffset + 8);
+  header.flatbuffer_size = wire::u64le(data, kHeaderOffset + 16);
+  header.segment_base_offset = wire::u64le(data, kHeaderOffset + 24);
+  header.segment_data_size = wire::u64le(data, kHeaderOffset + 32);
+  if (header.length < kHeaderLength) {
+    return invalid(path + ": header length " + num(header.length) + " at offset 12 is too small; expected at least " +
+                   num(kHeaderLength));
+  }
+  if (header.flatbuffer_offset < header.length || !range_fits(header.flatbuffer_offset, header.flatbuffer_size, data.size())) {
+    return invalid(path + ": header flatbuffer_offset " + num(header.flatbuffer_offset) + " and flatbuffer_size " +
+                   num(header.flatbuffer_size) + " do not fit the file (" + num(data.size()) +
+                   " bytes); expected the header followed by the flatbuffer inside the file");
+  }
+  uint64_t flatbuffer_end = header.flatbuffer_offset + header.flatbuffer_size;
+  if (header.segment_base_offset < flatbuffer_end ||
+      !range_fits(header.segment_base_offset, header.segment_data_size, data.size())) {
+    return invalid(path + ": header says " + num(header.segment_data_size) + " bytes of segments start at offset " +
+                   num(header.segment_base_offset) + "; expected them after the flatbuffer (which ends at " +
+                   num(flatbuffer_end) + ") and inside the file (" + num(data.size()) + " bytes)");
+  }
+  return header;
+}
+
+Result<TensorLayout> read_layout(const fb::ptd::TensorLayout& layout, const std::string& context) {
+  TensorLayout out;
+  out.scalar_type = static_cast<int8_t>(layout.scalar_type());
+  if (layout.sizes()) out.sizes.assign(layout.sizes()->begin(), layout.sizes()->end());
+  if (layout.dim_order()) out.dim_order.assign(layout.dim_order()->begin(), layout.dim_order()->end());
+  // ExecuTorch reads dim_order with the length of sizes.
+  if (out.dim_order.size() != out.sizes.size()) {
+    return invalid(context + ": tensor layout has " + num(out.sizes.size()) + " sizes but " + num(out.dim_order.size()) +
+                   " dim_order entries; expected as many of each");
+  }
+  for (int32_t size : out.sizes) {
+    if (size < 0) return invalid(context + ": tensor layout size " + std::to_string(size) + " is negative; expected >= 0");
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<PtdFile> PtdFile::open(const std::string& path) {
+  PtdFile ptd;
+  PTB_TRY(ptd.file_, MappedFile::open(path));
+  Bytes data = ptd.file_.bytes();
+  PTB_TRY(ptd.header_, read_header(data, path));
+
+  uint64_t flatbuffer_end = ptd.header_.flatbuffer_offset + ptd.header_.flatbuffer_size;
+  if (!wire::verifiable_size(flatbuffer_end)) {
+    return invalid(path + ": flatbuffer of " + num(flatbuffer_end) + " bytes is too large; expected less than 2 GiB");
+  }
+  flatbuffers::Verifier verifier(data.data(), static_cast<size_t>(flatbuffer_end),
+                                 wire::verifier_options(static_cast<size_t>(flatbuffer_end)));
+  if (!fb::ptd::VerifyFlatTensorBuffer(verifier)) {
+    return invalid(path + ": flatbuffer (" + num(flatbuffer_end) +
+                   " bytes from offset 0) fails FlatBuffers verification; expected a valid FlatTensor");
+  }
+  const fb::ptd::FlatTensor* root = fb::ptd::GetFlatTensor(data.data());
+  ptd.version_ = root->version();
+
+  uint64_t base = ptd.header_.segment_base_offset;
+  uint64_t segment_bytes = ptd.header_.segment_data_size;
+  if (const auto* segments = root->segments()) {
+    ptd.segments_.reserve(segments->size());
+    for (flatbuffers::uoffset_t i = 0; i < segments->size(); ++i) {
+      const auto* segment = segments->Get(i);
+      if (!range_fits(segment->offset(), segment->size(), segment_bytes)) {
+        return invalid(path + ": segment " + num(i) + " (offset " + num(segment->offset()) + ", size " +
+                       num(segment->size()) + ") extends past the " + num(segment_bytes) +
+                       " bytes of segment data; expected it inside");
+      }
+      ptd.segments_.push_back({segment->offset(), segment->size(), base + segment->offset()});
+    }
+  }
+  if (const auto* named = root->named_data()) {
+    ptd.entries_.reserve(named->size());
+    for (flatbuffers::uoffset_t i = 0; i < named->size(); ++i) {
+      const auto* entry = named->Get(i);
+      if (!entry->key()) return invalid(path + ": named data entry " + num(i) + " has no key; expected a key");
+      PtdEntry out;
+      out.key = entry->key()->str();
+      std::string context = path + ": key '" + wire::show_text(out.key) + "'";
+      if (entry->segment_index() >= ptd.segments_.size()) {
+        return invalid(context + " refers to segment " + num(entry->segment_index()) + ", but the file has " +
+                       num(ptd.segments_.size()) + " segments");
+      }
+      out.segment_index = entry->segment_index();
+      out.file_offset = ptd.segments_[out.segment_index].file_offset;
+      out.size = ptd.segments_[out.segment_index].size;
+      if (entry->tensor_layout()) {
+        PTB_TRY(out.layout, read_layout(*entry->tensor_layout(), context));
+      }
+      ptd.entries_.push_back(std::move(out));
+    }
+  }
+  return ptd;
+}
+
+const PtdEntry* PtdFile::find(std::string_view key) const {
+  for (const auto& entry : entries_) {
+    if (entry.key == key) return &entry;
+  }
+  return nullptr;
+}
+
+Bytes PtdFile::bytes(const PtdEntry& entry) const {
+  return file_.bytes().subspan(static_cast<size_t>(entry.file_offset), static_cast<size_t>(entry.size));
+}
+
+}  // namespace ptb

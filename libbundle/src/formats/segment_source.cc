@@ -1,0 +1,119 @@
+#include "ptbundle/formats/segment_source.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "ptbundle/base/sha256.h"
+
+namespace ptb {
+namespace {
+
+// Large enough that the kernel copies efficiently, small enough that a
+// progress line moves several times a second.
+constexpr uint64_t kCopySlice = 256ull << 20;
+constexpr size_t kHashBuffer = 1u << 20;
+
+Result<std::string> hash_fd_range(int fd, uint64_t offset, uint64_t size, const std::string& path) {
+  std::vector<uint8_t> buffer(kHashBuffer);
+  Sha256 hasher;
+  uint64_t done = 0;
+  while (done < size) {
+    size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), size - done));
+    ssize_t n = ::pread(fd, buffer.data(), want, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return io_error(path + ": read failed at offset " + std::to_string(offset + done) + ": " + std::strerror(errno));
+    if (n == 0) return io_error(path + ": file ended at offset " + std::to_string(offset + done) + " while hashing");
+    hasher.update(Bytes(buffer.data(), static_cast<size_t>(n)));
+    done += static_cast<uint64_t>(n);
+  }
+  return to_hex(hasher.finish());
+}
+
+}  // namespace
+
+SegmentSource SegmentSource::memory(Bytes bytes, uint64_t alignment) {
+  SegmentSource source;
+  source.bytes = bytes;
+  source.size = bytes.size();
+  source.alignment = alignment == 0 ? 1 : alignment;
+  return source;
+}
+
+SegmentSource SegmentSource::file_range(const MappedFile& file, uint64_t offset, uint64_t size,
+                                        uint64_t alignment) {
+  SegmentSource source;
+  source.file = &file;
+  source.offset = offset;
+  source.size = size;
+  source.alignment = alignment == 0 ? 1 : alignment;
+  return source;
+}
+
+Status SegmentSource::write_to(AtomicOutput& out, const CopyProgress& progress) const {
+  if (!file) return out.write(bytes);
+  if (!range_fits(offset, size, file->size())) {
+    return invalid(file->path() + ": range at offset " + std::to_string(offset) + " with size " +
+                   std::to_string(size) + " extends past the end of the file (" +
+                   std::to_string(file->size()) + " bytes)");
+  }
+  // For copies of several slices, ask the kernel to start writing each
+  // slice to disk as soon as it is copied, so that the fsync of commit()
+  // waits for the last slice only instead of the whole file.
+  int writeback_fd = size > kCopySlice ? ::open(out.temp_path().c_str(), O_RDONLY | O_CLOEXEC) : -1;
+  uint64_t done = 0;
+  Status status;
+  while (done < size) {
+    uint64_t slice = std::min(kCopySlice, size - done);
+    uint64_t start = out.position();
+    status = out.copy_from(*file, offset + done, slice);
+    if (!status.ok()) break;
+    if (writeback_fd >= 0)
+      ::sync_file_range(writeback_fd, static_cast<off_t>(start), static_cast<off_t>(slice), SYNC_FILE_RANGE_WRITE);
+    done += slice;
+    if (progress) progress(done, size);
+  }
+  if (writeback_fd >= 0) ::close(writeback_fd);
+  return status;
+}
+
+uint64_t align_up(uint64_t value, uint64_t alignment) {
+  if (alignment <= 1) return value;
+  uint64_t rest = value % alignment;
+  return rest == 0 ? value : value + (alignment - rest);
+}
+
+uint64_t lcm_alignment(uint64_t a, uint64_t b) { return std::lcm(a == 0 ? 1 : a, b == 0 ? 1 : b); }
+
+Status pad_to(AtomicOutput& out, uint64_t target) {
+  if (out.position() > target) {
+    return invalid(out.final_path() + ": layout error: at offset " + std::to_string(out.position()) +
+                   ", past the planned offset " + std::to_string(target));
+  }
+  return out.write_zeros(target - out.position());
+}
+
+Result<std::string> sha256_file_hex(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return io_error(path + ": cannot open: " + std::strerror(errno));
+  off_t end = ::lseek(fd, 0, SEEK_END);
+  if (end < 0) {
+    ::close(fd);
+    return io_error(path + ": cannot find its size: " + std::strerror(errno));
+  }
+  auto digest = hash_fd_range(fd, 0, static_cast<uint64_t>(end), path);
+  ::close(fd);
+  return digest;
+}
+
+Result<std::string> sha256_range_hex(const MappedFile& file, uint64_t offset, uint64_t size) {
+  if (!range_fits(offset, size, file.size()))
+    return invalid(file.path() + ": hash range at offset " + std::to_string(offset) + " past the end of the file");
+  return hash_fd_range(file.fd(), offset, size, file.path());
+}
+
+}  // namespace ptb

@@ -1,0 +1,26 @@
+// The per-format halves of inspect_path. Private to libbundle.
+#pragma once
+
+#include <string>
+
+#include "ptbundle/inspect/inspect.h"
+#include "ptbundle/base/sha256.h"
+
+namespace ptb {
+class PteFile;
+class PtdFile;
+class BpteFile;
+}  // namespace ptb
+
+namespace ptb::detail {
+
+std::string hex(Bytes bytes);
+
+// The fields after "path", "kind" and "size".
+InspectJson inspect_program(const PteFile& pte, const InspectOptions& options);
+InspectJson inspect_data(const PtdFile& ptd, const InspectOptions& options);
+InspectJson inspect_bundled(const BpteFile& bpte, const InspectOptions& options);
+Result<InspectJson> inspect_package(const std::string& path, const InspectOptions& options);
+Result<InspectJson> inspect_bundle_folder(const std::string& path, const InspectOptions& options);
+
+}  // namespace ptb::detail

@@ -1,0 +1,89 @@
+// The inspect object of an AOTInductor package (.pt2): entries, and per model
+// its library, weights blob, kernel files and AOTI metadata.
+#include "inspect/inspect_internal.h"
+#include "ptbundle/formats/pt2.h"
+
+namespace ptb::detail {
+namespace {
+
+// Libraries with weights linked in reach gigabytes; beyond this, inspect
+// reports the entry but neither hashes nor scans it.
+constexpr uint64_t kMaxEntryRead = uint64_t{4} << 30;
+
+// {"name", "size"} plus, when asked and affordable, "sha256" and "kernels".
+Result<InspectJson> entry_json(const Pt2Package& package, const std::string& name, bool scan,
+                               const InspectOptions& options) {
+  const Pt2Entry* entry = package.find_entry(name);
+  InspectJson out;
+  out["name"] = name;
+  out["size"] = entry ? entry->size : 0;
+  bool want_kernels = scan && static_cast<bool>(options.scan_kernels);
+  if (!entry || (!options.sha256 && !want_kernels)) return out;
+  if (entry->size > kMaxEntryRead) {
+    out["skipped"] = "larger than 4 GiB: not hashed or scanned";
+    return out;
+  }
+  PTB_TRY(auto bytes, package.read_entry(name, entry->size));
+  Bytes data(bytes.data(), bytes.size());
+  if (options.sha256) out["sha256"] = to_hex(sha256(data));
+  if (want_kernels) {
+    auto kernels = options.scan_kernels(data, package.path() + ": " + name);
+    if (kernels.ok()) {
+      out["kernels"] = std::move(kernels).value();
+    } else {
+      out["kernels_error"] = kernels.error().message;
+    }
+  }
+  return out;
+}
+
+Result<InspectJson> model_json(const Pt2Package& package, const Pt2Model& model, const InspectOptions& options) {
+  InspectJson out;
+  out["name"] = model.name;
+  out["directory"] = model.directory;
+  PTB_TRY(out["wrapper_library"], entry_json(package, model.wrapper_library, true, options));
+  if (model.weights_blob) {
+    PTB_TRY(out["weights_blob"], entry_json(package, *model.weights_blob, false, options));
+  } else {
+    out["weights_blob"] = nullptr;
+  }
+  out["weights_in_library"] = model.weights_in_library();
+  out["kernel_files"] = InspectJson::array();
+  for (const auto& name : model.kernel_binaries) {
+    PTB_TRY(auto kernel, entry_json(package, name, true, options));
+    out["kernel_files"].push_back(std::move(kernel));
+  }
+  out["metadata"] = InspectJson::object();
+  for (const auto& [key, value] : model.metadata) out["metadata"][key] = value;
+  const std::string* capability = model.metadata_value("AOTI_COMPUTE_CAPABILITY");
+  out["compute_capability"] = capability ? InspectJson(*capability) : InspectJson(nullptr);
+  const std::string* device = model.metadata_value("AOTI_DEVICE_KEY");
+  out["device"] = device ? InspectJson(*device) : InspectJson(nullptr);
+  return out;
+}
+
+}  // namespace
+
+Result<InspectJson> inspect_package(const std::string& path, const InspectOptions& options) {
+  PTB_TRY(auto package, Pt2Package::open(path));
+  InspectJson out;
+  out["root"] = package.root();
+  out["archive_format"] = package.archive_format();
+  out["archive_version"] = package.archive_version();
+  out["entries"] = InspectJson::array();
+  for (const auto& entry : package.entries()) {
+    out["entries"].push_back({{"name", entry.name},
+                              {"size", entry.size},
+                              {"compressed_size", entry.compressed_size},
+                              {"compression_method", entry.compression_method}});
+  }
+  out["models"] = InspectJson::array();
+  for (const auto& model : package.models()) {
+    PTB_TRY(auto m, model_json(package, model, options));
+    out["models"].push_back(std::move(m));
+  }
+  out["external_weight_entries"] = package.external_weight_entries();
+  return out;
+}
+
+}  // namespace ptb::detail

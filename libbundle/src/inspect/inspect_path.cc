@@ -1,0 +1,125 @@
+// inspect_path: which reader a path needs, and bundle folders (the manifest
+// and every file of every part, each inspected as a file of its own).
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+
+#include "inspect/inspect_internal.h"
+#include "ptbundle/formats/bpte.h"
+#include "ptbundle/bundle/manifest.h"
+#include "ptbundle/formats/ptd.h"
+#include "ptbundle/formats/pte.h"
+#include "formats/wire.h"
+
+namespace ptb {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string kind_from_extension(const std::string& path) {
+  std::string extension = fs::path(path).extension().string();
+  if (extension == ".pte" || extension == ".ptd" || extension == ".bpte" || extension == ".pt2") return extension.substr(1);
+  return "";
+}
+
+}  // namespace
+
+namespace detail {
+
+Result<InspectJson> inspect_bundle_folder(const std::string& path, const InspectOptions& options) {
+  PTB_TRY(auto manifest, read_manifest(path));
+  InspectJson out;
+  out["manifest"] = manifest_to_json(manifest);
+  out["parts"] = InspectJson::array();
+  for (const auto& part : manifest.parts) {
+    InspectJson p;
+    p["name"] = part.name;
+    p["files"] = InspectJson::array();
+    for (const auto& file : part.files) {
+      // Paths in a manifest that read_manifest accepted are the ones derived
+      // from the part name, so they stay inside the folder.
+      PTB_TRY(auto inner, inspect_path((fs::path(path) / file.path).string(), options));
+      InspectJson f;
+      f["role"] = file_role_name(file.role);
+      f["path"] = file.path;
+      if (file.target) f["target"] = *file.target;
+      f["manifest_size"] = file.size;
+      f["manifest_sha256"] = file.sha256;
+      f["size_matches"] = inner.contains("size") && inner["size"] == file.size;
+      if (options.sha256 && inner.contains("sha256")) f["sha256_matches"] = inner["sha256"] == file.sha256;
+      f["file"] = std::move(inner);
+      p["files"].push_back(std::move(f));
+    }
+    out["parts"].push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace detail
+
+Result<std::string> detect_inspect_kind(const std::string& path) {
+  std::error_code ec;
+  auto status = fs::status(path, ec);
+  if (ec) return io_error(path + ": cannot open: " + ec.message());
+  if (fs::is_directory(status)) {
+    if (fs::exists(fs::path(path) / kManifestFileName, ec)) return std::string("bundle");
+    return invalid(path + ": folder without " + kManifestFileName + "; expected a bundle folder or a file");
+  }
+  PTB_TRY(auto file, MappedFile::open(path));
+  Bytes data = file.bytes();
+  if (wire::has_text_at(data, 4, "ET12")) return std::string("pte");
+  if (wire::has_text_at(data, 4, "FT01")) return std::string("ptd");
+  if (wire::has_text_at(data, 4, "BP08")) return std::string("bpte");
+  if (wire::has_text_at(data, 0, "PK\x03\x04") || wire::has_text_at(data, 0, "PK\x05\x06")) return std::string("pt2");
+  // Let the reader the name asks for explain what is wrong.
+  std::string by_name = kind_from_extension(path);
+  if (!by_name.empty()) return by_name;
+  Bytes identifier = data.size() > 4 ? data.subspan(4, std::min<size_t>(4, data.size() - 4)) : Bytes();
+  return invalid(path + ": not a .pte, .ptd, .bpte or .pt2 file: bytes 4 to 8 are '" + wire::show_bytes(identifier) +
+                 "'; expected 'ET12', 'FT01', 'BP08' or a zip archive");
+}
+
+Result<InspectJson> inspect_path(const std::string& path, const InspectOptions& options) {
+  PTB_TRY(std::string kind, detect_inspect_kind(path));
+  InspectJson out;
+  out["path"] = path;
+  out["kind"] = kind;
+  if (kind == "bundle") {
+    PTB_TRY(auto folder, detail::inspect_bundle_folder(path, options));
+    out.update(folder);
+    return out;
+  }
+  if (kind == "pt2") {
+    PTB_TRY(auto file, MappedFile::open(path));
+    out["size"] = file.size();
+    if (options.sha256) out["sha256"] = sha256_mapped_range(file, 0, file.size());
+    PTB_TRY(auto package, detail::inspect_package(path, options));
+    out.update(package);
+    return out;
+  }
+  InspectJson body;
+  const MappedFile* file = nullptr;
+  // Each reader keeps its mapping; the whole-file digest reads through it.
+  std::optional<PteFile> pte;
+  std::optional<PtdFile> ptd;
+  std::optional<BpteFile> bpte;
+  if (kind == "pte") {
+    PTB_TRY(pte, PteFile::open(path));
+    file = &pte->file();
+    body = detail::inspect_program(*pte, options);
+  } else if (kind == "ptd") {
+    PTB_TRY(ptd, PtdFile::open(path));
+    file = &ptd->file();
+    body = detail::inspect_data(*ptd, options);
+  } else {
+    PTB_TRY(bpte, BpteFile::open(path));
+    file = &bpte->file();
+    body = detail::inspect_bundled(*bpte, options);
+  }
+  out["size"] = file->size();
+  if (options.sha256) out["sha256"] = sha256_mapped_range(*file, 0, file->size());
+  out.update(body);
+  return out;
+}
+
+}  // namespace ptb

@@ -1,0 +1,64 @@
+// An AOTInductor package: it opens (central directory, metadata), holds a
+// model, and each model is laid out as ExecuTorch's CUDA backend compiles it
+// (kernels embedded in the library, weights in a blob beside it), the only
+// layout `ptbundle export` and `run` take.
+#include <filesystem>
+
+#include "integrity/integrity_internal.h"
+
+namespace ptb::integrity {
+
+void check_package(const std::string& path, CheckList& checks, std::vector<VerifySubject>& subjects) {
+  auto opened = Pt2Package::open(path);
+  if (!opened.ok()) {
+    checks.fail(checks::kProgram, path, opened.error().message);
+    return;
+  }
+  auto package = std::make_shared<const Pt2Package>(std::move(*opened));
+  if (package->models().empty()) {
+    checks.fail(checks::kProgram, path,
+                "no model under data/aotinductor/; expected a package written by "
+                "torch._inductor.aoti_compile_and_package");
+    return;
+  }
+  checks.pass(checks::kProgram, path,
+              std::to_string(package->entries().size()) + " entries, " + std::to_string(package->models().size()) +
+                  " model(s)");
+  const char* options =
+      "compile it as ExecuTorch's CUDA backend does: aot_inductor.embed_kernel_binary=True, "
+      "aot_inductor.package_constants_in_so=False, aot_inductor.package_constants_on_disk_format=\"binary_blob\"";
+  for (const Pt2Model& model : package->models()) {
+    const std::string subject = path + ": model " + model.name;
+    size_t problems = 0;
+    if (model.weights_in_library()) {
+      ++problems;
+      checks.fail(checks::kPackageLayout, subject,
+                  "its weights are compiled into the library (no *_weights.blob), which ptbundle export and run "
+                  "refuse; " + std::string(options));
+    } else if (const Pt2Entry* blob = package->find_entry(*model.weights_blob); blob && blob->size == 0) {
+      ++problems;
+      checks.fail(checks::kPackageLayout, subject,
+                  "entry " + in_quotes(*model.weights_blob) + " is empty; expected the weights blob; compile it again");
+    }
+    if (model.kernels_in_separate_files()) {
+      ++problems;
+      checks.fail(checks::kPackageLayout, subject,
+                  "its kernels are in " + std::to_string(model.kernel_binaries.size()) +
+                      " separate files (.cubin/.fatbin/.ptx) rather than embedded in the library; " + options);
+    }
+    if (problems == 0) {
+      checks.pass(checks::kPackageLayout, subject,
+                  "kernels embedded in the library, weights in " + in_quotes(*model.weights_blob) +
+                      ": ready for ptbundle export");
+    }
+  }
+  VerifySubject out;
+  out.label = path;
+  out.part_name = std::filesystem::path(path).stem().string();
+  out.kind = SubjectKind::Package;
+  out.program_path = path;
+  out.package = package;
+  subjects.push_back(std::move(out));
+}
+
+}  // namespace ptb::integrity

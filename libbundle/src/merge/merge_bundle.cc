@@ -1,0 +1,391 @@
+// `merge_bundles`: bundles of the same parts, exported on different GPUs,
+// into one bundle. Each part is merged by its layout (merge.h says how), into
+// a temporary folder beside the output that is renamed into place once every
+// part and the manifest are written; a refusal leaves no output folder.
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <tuple>
+
+#include "merge/merge_bundle_internal.h"
+#include "ptbundle/formats/segment_source.h"
+
+namespace ptb {
+
+const char* part_merge_layout_name(PartMergeLayout layout) {
+  switch (layout) {
+    case PartMergeLayout::Identical: return "identical";
+    case PartMergeLayout::MultiVariant: return "multi_variant";
+    case PartMergeLayout::PerTarget: return "per_target";
+  }
+  return "identical";
+}
+
+namespace merge_detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct InputBundle {
+  std::string dir;
+  Manifest manifest;
+};
+
+// A folder that is removed with everything in it unless kept.
+class Staging {
+ public:
+  static Result<Staging> create(const fs::path& output) {
+    fs::path parent = output.parent_path().empty() ? fs::path(".") : output.parent_path();
+    std::string pattern = (parent / ("." + output.filename().string() + ".merge-XXXXXX")).string();
+    std::vector<char> buffer(pattern.begin(), pattern.end());
+    buffer.push_back('\0');
+    if (!::mkdtemp(buffer.data())) {
+      return io_error(output.string() + ": cannot create a temporary folder beside it: " + std::strerror(errno));
+    }
+    Staging staging;
+    staging.path_ = buffer.data();
+    return staging;
+  }
+  Staging() = default;
+  Staging(Staging&& other) noexcept : path_(std::exchange(other.path_, fs::path())) {}
+  Staging& operator=(Staging&&) = delete;
+  ~Staging() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+  void keep() { path_.clear(); }
+
+ private:
+  fs::path path_;
+};
+
+std::string in_bundle(const InputBundle& bundle, const std::string& relative) {
+  return (fs::path(bundle.dir) / relative).string();
+}
+
+Result<bool> has_cuda_delegate(const std::string& pte_path) {
+  PTB_TRY(PteFile pte, PteFile::open(pte_path));
+  for (const MethodInfo& method : describe_methods(pte)) {
+    for (const DelegateInfo& delegate : method.delegates) {
+      if (delegate.id == kCudaBackendId) return true;
+    }
+  }
+  return false;
+}
+
+// Whether every library of the program holds PTX and no cubin.
+Result<bool> is_ptx_only(const PartProgram& program, LibraryScanCache& scans) {
+  PTB_TRY(Export e, load_export({program.pte, program.ptd}, false, false));
+  bool any_ptx = false;
+  for (const CudaDelegate& delegate : e.cuda) {
+    for (const CudaVariant& variant : delegate.payload.variants) {
+      const PteNamedData* entry = e.pte.find_named_data(variant.so_key);
+      if (!entry) return false;  // merge_programs names the missing library
+      std::string name = e.name() + ": named data '" + variant.so_key + "'";
+      PTB_TRY(const LibraryKernels* kernels, scans.get(variant.so_key, e.pte.named_data_bytes(*entry), name));
+      if (!kernels->cubin_sms.empty()) return false;
+      any_ptx = any_ptx || !kernels->ptx_sms.empty();
+    }
+  }
+  return any_ptx;
+}
+
+Status copy_file(const std::string& from, const fs::path& to) {
+  std::error_code ec;
+  fs::create_directories(to.parent_path(), ec);
+  if (ec) return io_error(to.parent_path().string() + ": cannot create the folder: " + ec.message());
+  PTB_TRY(MappedFile source, MappedFile::open(from));
+  PTB_TRY(AtomicOutput out, AtomicOutput::create(to.string()));
+  PTB_CHECK(SegmentSource::file_range(source, 0, source.size()).write_to(out));
+  return out.commit();
+}
+
+Result<ManifestFile> file_entry(const fs::path& staging, const std::string& relative, FileRole role,
+                                std::optional<std::string> target = std::nullopt) {
+  ManifestFile file;
+  file.role = role;
+  file.path = relative;
+  file.target = std::move(target);
+  std::string path = (staging / relative).string();
+  std::error_code ec;
+  file.size = fs::file_size(path, ec);
+  if (ec) return io_error(path + ": cannot read its size: " + ec.message());
+  PTB_TRY(file.sha256, sha256_file_hex(path));
+  return file;
+}
+
+std::vector<PartProgram> programs_of(const InputBundle& bundle, const ManifestPart& part) {
+  std::vector<PartProgram> out;
+  const ManifestFile* data = part.find_file(FileRole::Data);
+  for (const ManifestFile& file : part.files) {
+    if (file.role != FileRole::Program) continue;
+    out.push_back({in_bundle(bundle, file.path), data ? in_bundle(bundle, data->path) : "", file.target.value_or("")});
+  }
+  return out;
+}
+
+// Parts without a CUDA delegate are not merged: they must be the same files.
+Status check_identical_files(const std::vector<InputBundle>& bundles, const std::string& name, unsigned threads) {
+  const ManifestPart& first = *bundles.front().manifest.find_part(name);
+  for (size_t b = 1; b < bundles.size(); ++b) {
+    const ManifestPart& other = *bundles[b].manifest.find_part(name);
+    for (FileRole role : {FileRole::Program, FileRole::Data}) {
+      const ManifestFile* mine = first.find_file(role);
+      const ManifestFile* theirs = other.find_file(role);
+      std::string pair = in_bundle(bundles.front(), mine ? mine->path : name) + " and " +
+                         in_bundle(bundles[b], theirs ? theirs->path : name);
+      if (!mine || !theirs) {
+        if (mine || theirs) return invalid(pair + ": only one of the bundles has a " + file_role_name(role) + " file for part '" + name + "'");
+        continue;
+      }
+      PTB_TRY(MappedFile a, MappedFile::open(in_bundle(bundles.front(), mine->path)));
+      PTB_TRY(MappedFile c, MappedFile::open(in_bundle(bundles[b], theirs->path)));
+      if (a.size() != c.size()) {
+        return invalid(pair + " differ in size (" + std::to_string(a.size()) + " vs " + std::to_string(c.size()) +
+                       " bytes); expected the same files, as part '" + name + "' has no CUDA delegate to merge");
+      }
+      CompareStats stats;
+      if (auto mismatch = compare_groups({{Blob{a.bytes(), &a}, {Blob{c.bytes(), &c}}}}, threads, stats)) {
+        return invalid(pair + " differ at byte " + std::to_string(mismatch->offset) + "; expected the same files, as part '" +
+                       name + "' has no CUDA delegate to merge");
+      }
+    }
+  }
+  return {};
+}
+
+// Kernel targets of every bundle's part, each once.
+std::optional<CudaInfo> merged_cuda_info(const std::vector<InputBundle>& bundles, const std::string& name) {
+  std::optional<CudaInfo> out;
+  bool same_gpu = true;
+  for (const InputBundle& bundle : bundles) {
+    const ManifestPart& part = *bundle.manifest.find_part(name);
+    if (!part.cuda) continue;
+    if (!out) {
+      out = *part.cuda;
+      continue;
+    }
+    for (const KernelTarget& target : part.cuda->kernel_targets) {
+      bool known = std::any_of(out->kernel_targets.begin(), out->kernel_targets.end(), [&](const KernelTarget& k) {
+        return k.target == target.target && k.kind == target.kind;
+      });
+      if (!known) out->kernel_targets.push_back(target);
+    }
+    auto same = [](const std::optional<BuildGpu>& a, const std::optional<BuildGpu>& b) {
+      if (!a || !b) return !a && !b;
+      return a->name == b->name && a->compute_capability == b->compute_capability && a->driver_version == b->driver_version;
+    };
+    same_gpu = same_gpu && same(out->built_on, part.cuda->built_on);
+  }
+  if (out) {
+    std::sort(out->kernel_targets.begin(), out->kernel_targets.end(), [](const KernelTarget& a, const KernelTarget& b) {
+      return std::tie(a.sm, a.kind, a.target) < std::tie(b.sm, b.kind, b.target);
+    });
+    // Built on several GPUs: no one of them describes the merged part.
+    if (!same_gpu) out->built_on.reset();
+  }
+  return out;
+}
+
+struct PartJob {
+  const std::vector<InputBundle>& bundles;
+  const std::string& name;
+  const fs::path& staging;
+  const BundleMergeRequest& request;
+  LibraryScanCache& scans;
+};
+
+// Writes the part into the staging folder; returns how, and its program files.
+Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJob& job) {
+  MergedPart merged;
+  merged.name = job.name;
+  const InputBundle& first_bundle = job.bundles.front();
+  const ManifestPart& first = *first_bundle.manifest.find_part(job.name);
+  std::vector<std::vector<PartProgram>> programs;
+  bool any_cuda = false;
+  bool any_targeted = false;
+  for (const InputBundle& bundle : job.bundles) {
+    programs.push_back(programs_of(bundle, *bundle.manifest.find_part(job.name)));
+    for (const PartProgram& program : programs.back()) {
+      PTB_TRY(bool cuda, has_cuda_delegate(program.pte));
+      any_cuda = any_cuda || cuda;
+      any_targeted = any_targeted || !program.target.empty();
+    }
+  }
+  std::string data_path = part_file_path(job.name, FileRole::Data);
+  const ManifestFile* data = first.find_file(FileRole::Data);
+  std::vector<ManifestFile> files;
+
+  if (!any_cuda) {
+    PTB_CHECK(check_identical_files(job.bundles, job.name, job.request.threads));
+    merged.layout = PartMergeLayout::Identical;
+    std::string program_path = part_file_path(job.name, FileRole::Program);
+    PTB_CHECK(copy_file(in_bundle(first_bundle, first.find_file(FileRole::Program)->path), job.staging / program_path));
+    PTB_TRY(ManifestFile program, file_entry(job.staging, program_path, FileRole::Program));
+    files.push_back(program);
+    if (data) PTB_CHECK(copy_file(in_bundle(first_bundle, data->path), job.staging / data_path));
+    return std::make_pair(merged, files);
+  }
+
+  std::vector<PartProgram> all;
+  for (const auto& list : programs) all.insert(all.end(), list.begin(), list.end());
+  bool multi_variant = !any_targeted;
+  if (multi_variant) {
+    for (const PartProgram& program : all) {
+      PTB_TRY(Export probe, load_export({program.pte, program.ptd}, false, false));
+      bool this_multi = std::all_of(probe.cuda.begin(), probe.cuda.end(), [](const CudaDelegate& d) {
+        return d.payload.form == CudaPayloadForm::MultiVariant;
+      });
+      if (program.pte == all.front().pte) multi_variant = this_multi;
+      else if (this_multi != multi_variant) {
+        return invalid(all.front().pte + " and " + program.pte + " keep part '" + job.name +
+                       "' in different CUDA layouts (multi-variant and single-blob); expected one layout across the bundles");
+      }
+    }
+  }
+
+  if (multi_variant) {
+    merged.layout = PartMergeLayout::MultiVariant;
+    MergeRequest request;
+    // A bundle made from a PTX-only export is the fallback: a bundle has no
+    // --fallback to say so, and its kernels do.
+    for (const PartProgram& program : all) {
+      PTB_TRY(bool ptx_only, is_ptx_only(program, job.scans));
+      if (!ptx_only) {
+        request.inputs.push_back({program.pte, program.ptd});
+      } else if (request.fallback) {
+        return invalid(request.fallback->pte_path + " and " + program.pte + " both hold only PTX for part '" + job.name +
+                       "'; expected at most one PTX fallback");
+      } else {
+        request.fallback = MergeSource{program.pte, program.ptd};
+      }
+    }
+    if (request.inputs.empty()) {
+      return invalid("part '" + job.name + "': every bundle holds only PTX; expected at least one with cubins");
+    }
+    std::string program_path = part_file_path(job.name, FileRole::Program);
+    request.output_pte = (job.staging / program_path).string();
+    if (data) request.output_ptd = (job.staging / data_path).string();
+    request.scan_library = job.request.scan_library;
+    request.threads = job.request.threads;
+    PTB_TRY(MergeResult result, merge_programs(request));
+    merged.provenance = std::move(result.provenance);
+    PTB_TRY(ManifestFile program, file_entry(job.staging, program_path, FileRole::Program));
+    files.push_back(program);
+    return std::make_pair(merged, files);
+  }
+
+  merged.layout = PartMergeLayout::PerTarget;
+  PTB_TRY(PerTargetPlan plan, plan_per_target(all, job.scans, job.request.threads));
+  std::vector<size_t> order(all.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(plan.targets[a].ptx, plan.targets[a].sm) < std::tie(plan.targets[b].ptx, plan.targets[b].sm);
+  });
+  for (size_t i : order) {
+    std::string program_path = part_target_program_path(job.name, plan.targets[i].name);
+    PTB_CHECK(copy_file(all[i].pte, job.staging / program_path));
+    PTB_TRY(ManifestFile program, file_entry(job.staging, program_path, FileRole::Program, plan.targets[i].name));
+    files.push_back(program);
+  }
+  for (size_t i : order) {
+    for (const VariantOrigin& origin : plan.provenance) {
+      if (origin.source_pte == plan.exports[i].name()) merged.provenance.push_back(origin);
+    }
+  }
+  if (data) PTB_CHECK(copy_file(all.front().ptd, job.staging / data_path));
+  return std::make_pair(merged, files);
+}
+
+Result<std::vector<InputBundle>> read_bundles(const BundleMergeRequest& request) {
+  std::vector<InputBundle> bundles;
+  for (const std::string& dir : request.bundles) {
+    PTB_TRY(Manifest manifest, read_manifest(dir));
+    bundles.push_back({dir, std::move(manifest)});
+  }
+  const Manifest& first = bundles.front().manifest;
+  for (size_t b = 1; b < bundles.size(); ++b) {
+    const Manifest& other = bundles[b].manifest;
+    for (const ManifestPart& part : first.parts) {
+      if (!other.find_part(part.name)) {
+        return invalid(bundles.front().dir + " and " + bundles[b].dir + " hold different parts: '" + part.name +
+                       "' only in " + bundles.front().dir + "; expected the same parts in every bundle");
+      }
+    }
+    for (const ManifestPart& part : other.parts) {
+      if (!first.find_part(part.name)) {
+        return invalid(bundles.front().dir + " and " + bundles[b].dir + " hold different parts: '" + part.name +
+                       "' only in " + bundles[b].dir + "; expected the same parts in every bundle");
+      }
+    }
+  }
+  return bundles;
+}
+
+Status check_bundle_request(const BundleMergeRequest& request) {
+  if (request.bundles.size() < 2) return usage_error("merge: expected at least two bundle folders");
+  if (request.output_dir.empty()) return usage_error("merge: no output; expected -o OUT_DIR");
+  if (!request.scan_library) return usage_error("merge: bundle-level merge needs a kernel scanner");
+  std::error_code ec;
+  fs::path output(request.output_dir);
+  for (const std::string& bundle : request.bundles) {
+    if (fs::equivalent(bundle, output, ec)) {
+      return usage_error("merge: -o " + request.output_dir + " is one of the input bundles; expected a new folder");
+    }
+  }
+  if (fs::exists(output, ec) && !(fs::is_directory(output, ec) && fs::is_empty(output, ec))) {
+    return usage_error("merge: " + request.output_dir + " already exists and is not an empty folder; expected a new folder");
+  }
+  return {};
+}
+
+}  // namespace
+}  // namespace merge_detail
+
+Result<BundleMergeResult> merge_bundles(const BundleMergeRequest& request) {
+  using namespace merge_detail;
+  PTB_CHECK(check_bundle_request(request));
+  PTB_TRY(std::vector<InputBundle> bundles, read_bundles(request));
+  PTB_TRY(Staging staging, Staging::create(request.output_dir));
+  LibraryScanCache scans(request.scan_library);
+
+  BundleMergeResult result;
+  result.output_dir = request.output_dir;
+  Manifest& manifest = result.manifest;
+  manifest.ptbundle_version = request.tool_version;
+  manifest.created = utc_now_iso8601();
+  for (const ManifestPart& first : bundles.front().manifest.parts) {
+    PTB_TRY(auto merged, merge_part({bundles, first.name, staging.path(), request, scans}));
+    ManifestPart part = first;
+    part.source.kind = "merge";
+    part.source.files.clear();
+    for (const InputBundle& bundle : bundles) part.source.files.push_back(fs::path(bundle.dir).filename().string());
+    part.files = std::move(merged.second);
+    if (const ManifestFile* data = first.find_file(FileRole::Data)) {
+      PTB_TRY(ManifestFile entry, file_entry(staging.path(), data->path, FileRole::Data));
+      part.files.push_back(entry);
+    }
+    if (const ManifestFile* testcase = first.find_file(FileRole::Testcase)) {
+      PTB_CHECK(copy_file(in_bundle(bundles.front(), testcase->path), staging.path() / testcase->path));
+      PTB_TRY(ManifestFile entry, file_entry(staging.path(), testcase->path, FileRole::Testcase));
+      part.files.push_back(entry);
+    }
+    part.cuda = merged_cuda_info(bundles, first.name);
+    manifest.parts.push_back(std::move(part));
+    result.parts.push_back(std::move(merged.first));
+  }
+  PTB_CHECK(write_manifest(staging.path().string(), manifest));
+
+  std::error_code ec;
+  if (fs::exists(request.output_dir, ec)) fs::remove(request.output_dir, ec);  // an empty folder, checked above
+  fs::rename(staging.path(), request.output_dir, ec);
+  if (ec) return io_error(request.output_dir + ": cannot move the merged bundle into place: " + ec.message());
+  staging.keep();
+  return result;
+}
+
+}  // namespace ptb

@@ -1,0 +1,74 @@
+// The checks of `ptbundle verify` that know about GPUs, run on the subjects
+// that libbundle's integrity checks found: can each CUDA part run on a given
+// GPU (the variant ExecuTorch would pick, then the driver's rules for the
+// kernels in that library), do the kernel targets bundle.json records match
+// the libraries, and do the recorded test cases reproduce (only where the
+// LibTorch runner is built and a GPU is here).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ptbundle/kernels/compat.h"
+#include "ptbundle/cuda/gpu.h"
+#include "ptbundle/integrity/integrity.h"
+#include "ptbundle/base/result.h"
+
+namespace ptb {
+
+enum class GpuMode { Auto, Given, None };
+
+// What --gpu asked for, resolved against this machine.
+struct GpuTarget {
+  GpuMode mode = GpuMode::Auto;
+  // The capabilities to judge against, distinct; empty when there is none
+  // (then skip_reason says why, and GPU checks are skipped, not failed).
+  std::vector<GpuCapability> capabilities;
+  // Of the driver here (Auto), for the PTX ISA check; 0 when unknown (Given).
+  uint32_t driver_version = 0;
+  std::string description;  // "NVIDIA H200 (sm_90), driver 13.0", "sm_86 (--gpu)"
+  std::string skip_reason;  // "no CUDA GPU: libcuda.so.1 not found: ...", "--gpu none"
+  // This machine's GPUs, where test cases can run.
+  std::vector<GpuInfo> local_gpus;
+  std::string local_reason;  // why local_gpus is empty
+};
+
+// "auto", "none" or a compute capability ("sm_86", "8.6", "86"); anything
+// else is a usage error. `driver_library` stands in for libcuda.so.1 in tests.
+Result<GpuTarget> resolve_gpu_target(std::string_view option, const std::string& driver_library = kDriverLibrary);
+
+// kKernelTargets and kGpu for one subject. Returns the capabilities of
+// `gpu` the subject runs on (all of them for a subject with no CUDA code).
+std::vector<GpuCapability> check_gpu(const VerifySubject& subject, const GpuTarget& gpu, CheckList& checks);
+
+// The same for a part kept as one program per GPU target (subjects with
+// `target`, all of one part): on each GPU the part runs when the program
+// choose_target_program picks runs there. Returns, per program, the
+// capabilities it was picked for and runs on.
+std::vector<std::vector<GpuCapability>> check_gpu_per_target(const std::vector<const VerifySubject*>& programs,
+                                                             const GpuTarget& gpu, CheckList& checks);
+
+// kTestcase for one subject: reproduced on a GPU here when the runner is
+// built and the subject runs on that GPU (`runs_on`, from check_gpu),
+// compared with the tolerance bundle.json records (a .bpte's: by dtype, see
+// tolerance.h); skipped with the reason otherwise.
+void check_testcases(const VerifySubject& subject, const GpuTarget& gpu, const std::vector<GpuCapability>& runs_on,
+                     CheckList& checks);
+
+struct VerifyOptions {
+  std::string gpu = "auto";
+  std::string driver_library = kDriverLibrary;
+};
+
+struct VerifyReport {
+  GpuTarget gpu;
+  CheckList checks;
+};
+
+// Every check on every argument ("bundle/", "model.pte", "model.pte,data.ptd",
+// "package.pt2", "tests.bpte"). Problems are failed checks in the report; the
+// only error is a usage error (a bad --gpu).
+Result<VerifyReport> verify_paths(const std::vector<std::string>& arguments, const VerifyOptions& options);
+
+}  // namespace ptb

@@ -1,0 +1,102 @@
+// What `ptbundle run` loads, found without LibTorch: one part's AOTInductor
+// library and its weights as plain bytes, the method's signature, and the
+// checks that can be made before anything is loaded (the variant for this
+// GPU, its kernels, every weight present with the size it needs).
+//
+// A part comes from:
+//   - a bundle folder: <part>.pte and <part>.ptd (`--part`, or the only part);
+//   - a .pte with its data file: <stem>.ptd, <data_name>.ptd (the compile
+//     spec) or aoti_cuda_blob.ptd beside it, the first that exists;
+//   - an AOTInductor .pt2 package compiled with ExecuTorch's options
+//     (weights in a blob beside the library, kernels embedded in it).
+// The CUDA delegate payload decides the weights layout: one blob for the
+// whole library (AOTInductor's update_constants_from_blob), or one named
+// entry per FQN ("ETCUDAFQN0") with its dtype, sizes and strides.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ptbundle/kernels/compat.h"
+#include "ptbundle/formats/cuda_payload.h"
+#include "ptbundle/base/file.h"
+#include "ptbundle/formats/npy.h"
+#include "ptbundle/formats/pte.h"
+#include "ptbundle/base/result.h"
+#include "ptbundle/results/tolerance.h"
+
+namespace ptb {
+
+enum class WeightsLayout { None, Blob, PerFqn };
+const char* weights_layout_name(WeightsLayout layout);  // "none", "blob", "per_fqn"
+
+struct FqnWeightBytes {
+  CudaWeight meta;  // fqn, storage key, dtype (ScalarType), sizes, strides, offset
+  Bytes bytes;      // exactly meta.storage_nbytes
+};
+
+struct PartWeights {
+  WeightsLayout layout = WeightsLayout::None;
+  std::string file;  // the file they are in, for messages
+  std::string blob_key;
+  Bytes blob;
+  std::vector<FqnWeightBytes> tensors;
+  uint64_t total_bytes() const;
+};
+
+struct RunPart {
+  std::string name;    // the part, or the file's stem
+  std::string source;  // the .pte or .pt2 it came from
+  std::string method;
+  // The method's signature, from the .pte. A .pt2 records none; its library
+  // is then asked to check its inputs itself (AOTI_RUNTIME_CHECK_INPUTS).
+  std::optional<std::vector<ValueSpec>> inputs;
+  std::optional<std::vector<ValueSpec>> outputs;
+  Bytes library;
+  std::string library_key;  // named-data key or zip entry
+  std::string variant;      // which library variant was picked, and why
+  std::string kernels;      // the kernel verdict for this GPU, when one was given
+  PartWeights weights;
+  double read_ms = 0;
+  std::shared_ptr<const void> keep_alive;  // the mappings and buffers the spans point into
+};
+
+struct RunPartOptions {
+  std::string part;    // bundle folders with several parts
+  std::string method;  // default: the only method, else "forward"
+  // The GPU it will run on: picks the variant and checks the kernels before
+  // anything is loaded. Without it the only variant is taken unchecked.
+  std::optional<GpuCapability> gpu;
+  uint32_t driver_version = 0;
+  uint64_t max_library_bytes = 8ull << 30;   // read from a .pt2 into memory
+  uint64_t max_weights_bytes = 256ull << 30;
+};
+
+Result<RunPart> open_run_part(const std::string& path, const RunPartOptions& options);
+
+// A tensor in host memory, laid out as in an .npy file.
+struct HostTensor {
+  int8_t scalar_type = 0;  // ExecuTorch ScalarType
+  std::vector<uint64_t> shape;
+  std::vector<uint8_t> data;
+  TensorBytes view() const { return {scalar_type, shape, Bytes(data.data(), data.size())}; }
+};
+
+// "float32 [4, 16]"
+std::string tensor_text(int8_t scalar_type, const std::vector<uint64_t>& shape);
+
+// An .npy file checked against input `index` of the method: dtype, and shape
+// (each dimension at most the bound for dynamic_bound tensors). The error
+// names the file, the input and both signatures.
+Result<HostTensor> read_input(const std::string& path, const std::optional<ValueSpec>& spec, size_t index,
+                              const std::string& method);
+
+// Values for input `index` from its signature: uniform in [-1, 1) for
+// floating types, [0, 10) for integers, 0/1 for bool; the same seed gives
+// the same values.
+Result<HostTensor> random_input(const ValueSpec& spec, size_t index, const std::string& method, uint64_t seed);
+
+}  // namespace ptb

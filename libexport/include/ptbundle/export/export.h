@@ -1,0 +1,79 @@
+// `ptbundle export`: turning compiled parts into the parts of a bundle.
+//
+// A part's SOURCE is either an ExecuTorch export ("model.pte" or
+// "model.pte,data.ptd"; without a data file, "aoti_cuda_blob.ptd" or the
+// only .ptd beside the program is used) or an AOTInductor package (".pt2")
+// compiled with the options ExecuTorch's CUDA backend uses, which is
+// converted into a .pte with one CudaBackend delegate. Every part gets the
+// data name NAME: its CUDA delegates carry the compile spec data_name=NAME
+// and its data file is NAME.ptd, so two parts in one folder never share a
+// weights file.
+//
+// All checks run before anything is written; files are written to temporary
+// files inside the bundle folder and renamed into place together, then
+// bundle.json is rewritten atomically. A failure leaves the folder as it was.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ptbundle/bundle/manifest.h"
+#include "ptbundle/base/result.h"
+
+namespace ptb {
+
+struct ExampleFiles {
+  std::vector<std::string> inputs;   // .npy files, in the method's input order
+  std::vector<std::string> outputs;  // .npy files, the expected outputs
+};
+
+struct PartRequest {
+  std::string name;
+  std::string program;                    // model.pte or package.pt2
+  std::optional<std::string> data_file;   // the .ptd given after a comma
+  std::optional<ExampleFiles> example;
+};
+
+// "NAME=SOURCE" where SOURCE is "model.pte", "model.pte,data.ptd" or "x.pt2".
+Result<PartRequest> parse_part_argument(std::string_view text);
+// "PART=in0.npy,in1.npy:out0.npy,out1.npy".
+Result<std::pair<std::string, ExampleFiles>> parse_example_argument(std::string_view text);
+
+// Progress of one long copy: the bundle file being written, bytes done of total.
+using ExportProgress = std::function<void(const std::string& file, uint64_t done, uint64_t total)>;
+
+struct ExportOptions {
+  std::string output_dir;
+  std::vector<PartRequest> parts;
+  double atol = 1e-3;  // test-case tolerances recorded in bundle.json
+  double rtol = 1e-3;
+  bool force = false;  // replace parts (and stray files) of the same name
+  std::string tool_version;  // recorded as ptbundle_version
+  ExportProgress progress;
+};
+
+struct ExportedPart {
+  std::string name;
+  std::string source_kind;  // "executorch" or "aoti_package"
+  bool replaced = false;    // an existing part of this name was replaced
+  std::vector<ManifestFile> files;
+  std::vector<std::string> notes;  // things a user may want to know ("no data file needed")
+};
+
+struct ExportReport {
+  std::string bundle_dir;
+  std::vector<ExportedPart> parts;
+  Manifest manifest;  // as written
+};
+
+Result<ExportReport> export_parts(const ExportOptions& options);
+
+// The ExecuTorch backends that keep all their data inside the .pte and so
+// cannot take a data name ("MetalBackend").
+bool backend_keeps_data_inside(std::string_view backend_id);
+
+}  // namespace ptb
