@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "ptbundle/inspect/inspect.h"
 #include "ptbundle/base/sha256.h"
 
 namespace ptb {
@@ -30,12 +29,6 @@ std::string sha256_mapped_range(const MappedFile& file, uint64_t offset, uint64_
   // checked covers the range.
   if (done < size) hasher.update(file.bytes().subspan(static_cast<size_t>(offset + done), static_cast<size_t>(size - done)));
   return to_hex(hasher.finish());
-}
-
-uint64_t offset_alignment(uint64_t file_offset) {
-  constexpr uint64_t kCap = 4096;
-  if (file_offset == 0) return kCap;
-  return std::min(kCap, file_offset & (~file_offset + 1));
 }
 
 }  // namespace ptb

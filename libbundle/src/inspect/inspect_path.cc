@@ -122,4 +122,10 @@ Result<InspectJson> inspect_path(const std::string& path, const InspectOptions& 
   return out;
 }
 
+uint64_t offset_alignment(uint64_t file_offset) {
+  constexpr uint64_t kCap = 4096;
+  if (file_offset == 0) return kCap;
+  return std::min(kCap, file_offset & (~file_offset + 1));
+}
+
 }  // namespace ptb

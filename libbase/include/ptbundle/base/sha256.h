@@ -29,4 +29,9 @@ class Sha256 {
 Digest sha256(Bytes data);
 std::string to_hex(const Digest& digest);
 
+// SHA-256 (hex) of [offset, offset + size) of `file`, streamed in 1 MiB
+// slices through one buffer, so that hashing a 4 GiB blob keeps nothing of it
+// resident. The range must lie in the file.
+std::string sha256_mapped_range(const MappedFile& file, uint64_t offset, uint64_t size);
+
 }  // namespace ptb

@@ -40,9 +40,4 @@ Result<InspectJson> inspect_path(const std::string& path, const InspectOptions& 
 // alignment a loader can rely on when it maps the file.
 uint64_t offset_alignment(uint64_t file_offset);
 
-// SHA-256 (hex) of [offset, offset + size) of `file`, streamed in 1 MiB
-// slices through one buffer, so that hashing a 4 GiB blob keeps nothing of it
-// resident. The range must lie in the file.
-std::string sha256_mapped_range(const MappedFile& file, uint64_t offset, uint64_t size);
-
 }  // namespace ptb
