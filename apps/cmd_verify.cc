@@ -93,6 +93,7 @@ const char* status_word(CheckStatus status) {
     case CheckStatus::Fail: return "FAIL";
     case CheckStatus::Skip: return "skip";
     case CheckStatus::Pass: return "ok  ";
+    case CheckStatus::Warn: return "WARN";
   }
   return "ok  ";
 }

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <vector>
 
 namespace ptb {
@@ -20,20 +21,23 @@ std::string parent_dir(const std::string& path) {
   return parent.empty() ? std::string(".") : parent.string();
 }
 
-Status fsync_dir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return io_error(dir + ": cannot open folder: " + errno_text());
-  // Some file systems (tmpfs in containers) refuse fsync on folders; the
-  // rename has happened either way, so only a failed open is an error.
-  ::fsync(fd);
-  ::close(fd);
-  return {};
-}
-
 }  // namespace
 
-Result<MappedFile> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+std::string file_type_text(unsigned mode) {
+  switch (mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a folder";
+    case S_IFIFO: return "a FIFO (named pipe)";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    case S_IFLNK: return "a symbolic link";
+  }
+  return "not a regular file";
+}
+
+Result<int> open_regular_input(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return io_error(path + ": cannot open: " + errno_text());
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -43,11 +47,30 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return io_error(path + ": not a regular file");
+    return io_error(path + ": is " + file_type_text(st.st_mode) + "; expected a regular file");
   }
+  // Reads of a regular file never block; the flag only mattered for the open.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+Result<MappedFile> MappedFile::open(const std::string& path) {
+  PTB_TRY(int fd, open_regular_input(path));
+  return from_fd(fd, path);
+}
+
+Result<MappedFile> MappedFile::open_in(const BundleDir& dir, const std::string& relative) {
+  PTB_TRY(int fd, dir.open_fd(relative));
+  return from_fd(fd, dir.display(relative));
+}
+
+Result<MappedFile> MappedFile::from_fd(int fd, const std::string& path) {
   MappedFile file;
   file.path_ = path;
   file.fd_ = fd;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return io_error(path + ": cannot stat: " + errno_text());
+  if (!S_ISREG(st.st_mode)) return io_error(path + ": is " + file_type_text(st.st_mode) + "; expected a regular file");
   file.size_ = static_cast<uint64_t>(st.st_size);
   if (file.size_ > 0) {
     void* data = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -90,18 +113,52 @@ Result<Bytes> MappedFile::slice(uint64_t offset, uint64_t size, const std::strin
 }
 
 Result<AtomicOutput> AtomicOutput::create(const std::string& final_path) {
-  AtomicOutput out;
+  const std::string dir = parent_dir(final_path);
+  int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return io_error(final_path + ": cannot open the folder to write into: " + errno_text());
+  PTB_TRY(auto out, create_at(dir_fd, dir, std::filesystem::path(final_path).filename().string()));
   out.final_path_ = final_path;
-  auto name = std::filesystem::path(final_path).filename().string();
-  std::string pattern = parent_dir(final_path) + "/." + name + ".XXXXXX.tmp";
-  std::vector<char> buffer(pattern.begin(), pattern.end());
-  buffer.push_back('\0');
-  int fd = ::mkstemps(buffer.data(), 4);
-  if (fd < 0) return io_error(final_path + ": cannot create a temporary file beside it: " + errno_text());
-  ::fchmod(fd, 0644);
-  out.fd_ = fd;
-  out.temp_path_ = buffer.data();
   return out;
+}
+
+Result<AtomicOutput> AtomicOutput::create_in(const BundleDir& dir, const std::string& relative) {
+  auto slash = relative.rfind('/');
+  std::string parent = slash == std::string::npos ? std::string() : relative.substr(0, slash);
+  std::string name = slash == std::string::npos ? relative : relative.substr(slash + 1);
+  int dir_fd = -1;
+  if (parent.empty()) {
+    dir_fd = ::fcntl(dir.fd(), F_DUPFD_CLOEXEC, 0);
+    if (dir_fd < 0) return io_error(dir.path() + ": cannot duplicate the folder's descriptor: " + errno_text());
+  } else {
+    PTB_TRY(dir_fd, dir.open_fd(parent, /*folder=*/true));
+  }
+  PTB_TRY(auto out, create_at(dir_fd, parent.empty() ? dir.path() : dir.display(parent), name));
+  out.final_path_ = dir.display(relative);
+  return out;
+}
+
+// Takes ownership of dir_fd. The temporary name is ".<name>.XXXXXX.tmp",
+// which verify and the next writer recognise as a leftover.
+Result<AtomicOutput> AtomicOutput::create_at(int dir_fd, const std::string& dir_text, const std::string& name) {
+  AtomicOutput out;
+  out.dir_fd_ = dir_fd;
+  out.final_name_ = name;
+  static const char kLetters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::random_device random;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string suffix;
+    for (int i = 0; i < 6; ++i) suffix += kLetters[random() % (sizeof kLetters - 1)];
+    std::string temp = "." + name + "." + suffix + ".tmp";
+    int fd = ::openat(dir_fd, temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) continue;
+    if (fd < 0) return io_error(dir_text + "/" + name + ": cannot create a temporary file beside it: " + errno_text());
+    out.fd_ = fd;
+    out.temp_name_ = temp;
+    out.temp_path_ = dir_text + "/" + temp;
+    out.cleanup_slot_ = register_temp_path(out.temp_path_);
+    return out;
+  }
+  return io_error(dir_text + "/" + name + ": cannot create a temporary file beside it: every name tried exists");
 }
 
 AtomicOutput::AtomicOutput(AtomicOutput&& other) noexcept { *this = std::move(other); }
@@ -111,7 +168,11 @@ AtomicOutput& AtomicOutput::operator=(AtomicOutput&& other) noexcept {
     discard();
     final_path_ = std::move(other.final_path_);
     temp_path_ = std::move(other.temp_path_);
+    final_name_ = std::move(other.final_name_);
+    temp_name_ = std::move(other.temp_name_);
+    dir_fd_ = std::exchange(other.dir_fd_, -1);
     fd_ = std::exchange(other.fd_, -1);
+    cleanup_slot_ = std::exchange(other.cleanup_slot_, -1);
     position_ = std::exchange(other.position_, 0);
   }
   return *this;
@@ -122,9 +183,11 @@ AtomicOutput::~AtomicOutput() { discard(); }
 void AtomicOutput::discard() {
   if (fd_ >= 0) {
     ::close(fd_);
-    ::unlink(temp_path_.c_str());
+    ::unlinkat(dir_fd_, temp_name_.c_str(), 0);
     fd_ = -1;
   }
+  unregister_temp_path(std::exchange(cleanup_slot_, -1));
+  if (dir_fd_ >= 0) ::close(std::exchange(dir_fd_, -1));
 }
 
 Status AtomicOutput::write(Bytes data) {
@@ -180,16 +243,23 @@ Status AtomicOutput::commit() {
   if (::fsync(fd_) != 0) return io_error(final_path_ + ": fsync failed: " + errno_text());
   if (::close(fd_) != 0) {
     fd_ = -1;
-    ::unlink(temp_path_.c_str());
+    ::unlinkat(dir_fd_, temp_name_.c_str(), 0);
     return io_error(final_path_ + ": close failed: " + errno_text());
   }
   fd_ = -1;
-  if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
+  // renameat replaces the entry itself: a symlink of the final name is
+  // replaced, never followed.
+  if (::renameat(dir_fd_, temp_name_.c_str(), dir_fd_, final_name_.c_str()) != 0) {
     auto error = io_error(final_path_ + ": cannot rename the temporary file into place: " + errno_text());
-    ::unlink(temp_path_.c_str());
+    ::unlinkat(dir_fd_, temp_name_.c_str(), 0);
     return error;
   }
-  return fsync_dir(parent_dir(final_path_));
+  unregister_temp_path(std::exchange(cleanup_slot_, -1));
+  // Some file systems (tmpfs in containers) refuse fsync on folders; the
+  // rename has happened either way.
+  ::fsync(dir_fd_);
+  ::close(std::exchange(dir_fd_, -1));
+  return {};
 }
 
 Status write_file_atomically(const std::string& path, Bytes data) {

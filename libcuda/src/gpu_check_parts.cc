@@ -14,7 +14,7 @@ namespace ptb {
 namespace {
 
 constexpr const char* kCudaBackend = "CudaBackend";
-constexpr uint64_t kMaxLibraryBytes = 4ull << 30;  // read from a .pt2 into memory
+constexpr uint64_t kMaxLibraryBytes = 4ull << 30;  // inflated from a .pt2 for a scan
 
 constexpr const char* kPtxHint =
     " (PTX: ExecuTorch's CUDA backend with the compile spec cuda_include_ptx, or AOTInductor with "
@@ -122,14 +122,16 @@ std::vector<CudaUnit> package_units(const VerifySubject& subject, CheckList& che
     std::vector<std::string> entries{model.wrapper_library};
     entries.insert(entries.end(), model.kernel_binaries.begin(), model.kernel_binaries.end());
     for (const std::string& entry : entries) {
-      auto bytes = package.read_entry(entry, kMaxLibraryBytes);
+      // Inflated into an unnamed temporary file and mapped: a library that
+      // inflates to gigabytes costs no anonymous memory.
+      auto bytes = package.extract_entry_mapped(entry, kMaxLibraryBytes);
       if (!bytes.ok()) {
         checks.fail(checks::kKernelTargets, subject_name, bytes.error().message);
         library.scanned = false;
         continue;
       }
       Library part{"", std::nullopt, {}, false};
-      scan_library(part, Bytes(bytes->data(), bytes->size()), subject.label + ": " + entry, subject_name, checks);
+      scan_library(part, bytes->bytes(), subject.label + ": " + entry, subject_name, checks);
       if (!part.scanned) library.scanned = false;
       library.images.insert(library.images.end(), part.images.begin(), part.images.end());
     }

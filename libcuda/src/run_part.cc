@@ -4,6 +4,8 @@
 // died at the first call with an illegal memory access.
 #include "ptbundle/cuda/run_part.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <chrono>
@@ -339,9 +341,23 @@ Result<RunPart> open_bundle_part(const fs::path& folder, const RunPartOptions& o
   PTB_CHECK(check_part_name(name, "--part"));
   if (manifest) {
     const ManifestPart* part = manifest->find_part(name);
+    if (part) {
+      // The files bundle.json lists (a replaced part's may carry a generation,
+      // "<name>@1.pte"), each a regular file reached with no symlink followed.
+      PTB_TRY(BundleDir dir, BundleDir::open(folder.string()));
+      for (const ManifestFile& file : part->files) {
+        PTB_TRY(int fd, dir.open_fd(file.path));
+        ::close(fd);
+      }
+    }
     if (part && std::any_of(part->files.begin(), part->files.end(),
                             [](const ManifestFile& file) { return file.role == FileRole::Program && file.target; })) {
       return open_target_program(folder, *part, options);
+    }
+    if (part) {
+      const ManifestFile* data = part->find_file(FileRole::Data);
+      return open_pte_part(folder / part->find_file(FileRole::Program)->path,
+                           data ? std::optional<fs::path>(folder / data->path) : std::nullopt, name, options);
     }
   }
   fs::path pte = folder / (name + ".pte");

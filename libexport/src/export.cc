@@ -1,15 +1,22 @@
-// export_parts: check everything, prepare every part, write every file to a
-// temporary file in the bundle folder, then rename them into place and
-// rewrite bundle.json. Until the renames nothing visible changes; if a rename
-// or the manifest write fails, the files this run put in place are removed.
+// export_parts: take the bundle's lock (BundleTransaction), check
+// everything, prepare every part, write every file to a temporary file in
+// the bundle folder under a name the old manifest does not use, then rename
+// them into place and bundle.json last. Until bundle.json is renamed the old
+// bundle is whole; if a rename or the manifest write fails, the files this
+// run put in place are removed.
 #include "ptbundle/export/export.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmath>
 #include <filesystem>
 #include <set>
 #include <thread>
 
 #include "prepared_part.h"
 #include "ptbundle/bundle/names.h"
+#include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/pte_writer.h"
 
 namespace ptb {
@@ -23,30 +30,26 @@ bool is_package(const std::string& path) { return fs::path(path).extension() == 
 // What this run changed in the folder, undone on failure.
 class FolderChanges {
  public:
+  explicit FolderChanges(const BundleDir& dir) : dir_(dir) {}
   ~FolderChanges() {
     if (kept_) return;
-    std::error_code ec;
-    for (auto it = placed_.rbegin(); it != placed_.rend(); ++it) fs::remove(*it, ec);
-    for (auto it = created_dirs_.rbegin(); it != created_dirs_.rend(); ++it) fs::remove(*it, ec);  // only if empty
+    for (auto it = placed_.rbegin(); it != placed_.rend(); ++it) (void)dir_.remove_file(*it);
+    for (auto it = created_dirs_.rbegin(); it != created_dirs_.rend(); ++it)
+      ::unlinkat(dir_.fd(), it->c_str(), AT_REMOVEDIR);  // only if empty
   }
-  Status ensure_dir(const fs::path& dir) {
-    std::error_code ec;
-    if (fs::is_directory(dir, ec)) return {};
-    if (fs::exists(dir, ec)) return io_error(dir.string() + ": exists and is not a folder");
-    std::vector<fs::path> missing;
-    for (fs::path p = dir; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
-      missing.push_back(p);
-      if (p == p.parent_path()) break;
-    }
-    if (!fs::create_directories(dir, ec) && ec) return io_error(dir.string() + ": cannot create the folder: " + ec.message());
-    created_dirs_.insert(created_dirs_.end(), missing.rbegin(), missing.rend());
+  Status ensure_dir(const std::string& relative) {
+    PTB_TRY(auto kind, dir_.kind(relative));
+    if (kind == BundleDir::Kind::Folder) return {};
+    PTB_CHECK(dir_.make_folder(relative));
+    created_dirs_.push_back(relative);
     return {};
   }
-  void placed(const std::string& path) { placed_.push_back(path); }
+  void placed(const std::string& relative) { placed_.push_back(relative); }
   void keep() { kept_ = true; }
 
  private:
-  std::vector<fs::path> created_dirs_;
+  const BundleDir& dir_;
+  std::vector<std::string> created_dirs_;
   std::vector<std::string> placed_;
   bool kept_ = false;
 };
@@ -73,7 +76,9 @@ std::vector<ManifestMethod> manifest_methods(const std::vector<MethodInfo>& meth
 
 class PartWriter {
  public:
-  PartWriter(const fs::path& dir, const ExportOptions& options) : dir_(dir), options_(options) {}
+  // `used`: paths the old manifest lists, which no new file may take.
+  PartWriter(const BundleDir& dir, const ExportOptions& options, const std::set<std::string>& used)
+      : dir_(dir), options_(options), used_(used) {}
 
   Result<WrittenPart> write(PreparedPart& part) {
     WrittenPart written;
@@ -110,7 +115,7 @@ class PartWriter {
       (void)testcase_layout;
       PTB_CHECK(finish_hash(testcase));
       written.files.push_back(std::move(testcase));
-      written.manifest.testcase = ManifestTestcase{part_file_path(part.name, FileRole::Testcase), options_.atol,
+      written.manifest.testcase = ManifestTestcase{written.files.back().entry.path, options_.atol,
                                                    options_.rtol, part.testcase_inputs, part.testcase_outputs};
     }
 
@@ -128,11 +133,14 @@ class PartWriter {
   Result<WrittenFile> begin(const std::string& name, FileRole role) {
     WrittenFile file;
     file.entry.role = role;
-    file.entry.path = part_file_path(name, role);
-    fs::path target = dir_ / file.entry.path;
-    std::error_code ec;
-    file.existed = fs::exists(target, ec);
-    PTB_TRY(auto output, AtomicOutput::create(target.string()));
+    // The first generation the old manifest does not use: replacing a part
+    // leaves its old files in place until the new bundle.json is.
+    unsigned generation = 0;
+    while (used_.count(part_file_path(name, role, generation))) ++generation;
+    file.entry.path = part_file_path(name, role, generation);
+    PTB_TRY(auto kind, dir_.kind(file.entry.path));
+    file.existed = kind != BundleDir::Kind::Missing;
+    PTB_TRY(auto output, AtomicOutput::create_in(dir_, file.entry.path));
     file.output = std::make_unique<AtomicOutput>(std::move(output));
     return file;
   }
@@ -167,11 +175,13 @@ class PartWriter {
     return {};
   }
 
-  fs::path dir_;
+  const BundleDir& dir_;
   const ExportOptions& options_;
+  const std::set<std::string>& used_;
 };
 
-Status check_requests(const ExportOptions& options, const Manifest& existing, const fs::path& dir) {
+Status check_requests(const ExportOptions& options, const Manifest& existing, const BundleDir& bundle) {
+  const fs::path dir(bundle.path());
   std::vector<std::string> names;
   for (const auto& request : options.parts) {
     PTB_CHECK(check_part_name(request.name, "--part " + request.name));
@@ -195,10 +205,10 @@ Status check_requests(const ExportOptions& options, const Manifest& existing, co
   for (const auto& name : names) {
     if (existing.find_part(name)) continue;
     for (auto role : {FileRole::Program, FileRole::Data, FileRole::Testcase}) {
-      std::error_code ec;
-      auto path = dir / part_file_path(name, role);
-      if (fs::exists(path, ec)) {
-        return usage_error(path.string() + " exists but bundle.json does not list it; expected a bundle folder or "
+      auto path = part_file_path(name, role);
+      PTB_TRY(auto kind, bundle.kind(path));
+      if (kind != BundleDir::Kind::Missing) {
+        return usage_error(bundle.display(path) + " exists but bundle.json does not list it; expected a bundle folder or "
                            "an empty one (use --force to overwrite)");
       }
     }
@@ -206,28 +216,38 @@ Status check_requests(const ExportOptions& options, const Manifest& existing, co
   return {};
 }
 
+Status check_tolerance(double value, const char* option) {
+  if (std::isfinite(value) && value >= 0) return {};
+  return usage_error(std::string(option) + " " + std::to_string(value) + ": expected a finite number >= 0");
+}
+
 }  // namespace
 
 Result<ExportReport> export_parts(const ExportOptions& options) {
   if (options.parts.empty()) return usage_error("no --part given; expected --part NAME=SOURCE");
-  fs::path dir(options.output_dir);
-  if (dir.empty()) return usage_error("no output folder; expected -o DIR");
+  if (options.output_dir.empty()) return usage_error("no output folder; expected -o DIR");
+  PTB_CHECK(check_tolerance(options.atol, "--atol"));
+  PTB_CHECK(check_tolerance(options.rtol, "--rtol"));
 
-  std::error_code ec;
-  Manifest manifest;
-  bool had_manifest = fs::exists(dir / kManifestFileName, ec);
-  if (had_manifest) {
-    PTB_TRY(manifest, read_manifest(dir.string()));
-  }
+  // Under the lock from here on: a second export waits, then reads the
+  // manifest this one wrote.
+  PTB_TRY(auto transaction, BundleTransaction::begin(options.output_dir, /*create=*/true, bundle_lock_wait()));
+  struct Unused {
+    BundleTransaction& t;
+    bool keep = false;
+    ~Unused() {
+      if (!keep) t.remove_if_unused();
+    }
+  } unused{transaction};
+  const BundleDir& dir = transaction.dir();
+  Manifest manifest = transaction.manifest().value_or(Manifest{});
   PTB_CHECK(check_requests(options, manifest, dir));
 
-  FolderChanges changes;
-  PTB_CHECK(changes.ensure_dir(dir));
-
+  FolderChanges changes(dir);
   std::vector<PreparedPart> prepared;
   for (const auto& request : options.parts) {
     if (is_package(request.program)) {
-      PTB_TRY(auto part, exporter::prepare_aoti_part(request, dir.string()));
+      PTB_TRY(auto part, exporter::prepare_aoti_part(request, dir.path()));
       prepared.push_back(std::move(part));
     } else {
       PTB_TRY(auto part, exporter::prepare_executorch_part(request));
@@ -237,27 +257,29 @@ Result<ExportReport> export_parts(const ExportOptions& options) {
 
   bool any_testcase = false;
   for (const auto& part : prepared) any_testcase = any_testcase || part.testcase.has_value();
-  if (any_testcase) PTB_CHECK(changes.ensure_dir(dir / kTestcaseFolder));
+  if (any_testcase) PTB_CHECK(changes.ensure_dir(kTestcaseFolder));
 
-  PartWriter writer(dir, options);
+  std::set<std::string> used;
+  for (const auto& part : manifest.parts)
+    for (const auto& file : part.files) used.insert(file.path);
+  PartWriter writer(dir, options, used);
   std::vector<WrittenPart> written;
   for (auto& part : prepared) {
     PTB_TRY(auto done, writer.write(part));
     written.push_back(std::move(done));
   }
 
-  // Everything is written and checked: put it in place.
-  std::vector<std::string> stale;
+  // Everything is written and checked: put it in place, bundle.json last.
+  std::vector<std::string> superseded;
+  std::vector<BundleTransaction::Placement> placements;
   for (auto& part : written) {
     if (const auto* old = manifest.find_part(part.manifest.name)) {
       part.report.replaced = true;
-      for (const auto& file : old->files) {
-        if (!part.manifest.find_file(file.role)) stale.push_back((dir / file.path).string());
-      }
+      for (const auto& file : old->files) superseded.push_back(file.path);
     }
     for (auto& file : part.files) {
-      PTB_CHECK(file.output->commit());
-      if (!file.existed) changes.placed(file.output->final_path());
+      placements.push_back({file.entry.path, file.output.get()});
+      if (!file.existed) changes.placed(file.entry.path);
     }
   }
 
@@ -268,13 +290,12 @@ Result<ExportReport> export_parts(const ExportOptions& options) {
   manifest.format_version = kManifestFormatVersion;
   manifest.ptbundle_version = options.tool_version;
   manifest.created = utc_now_iso8601();
-  PTB_CHECK(write_manifest(dir.string(), manifest));
+  PTB_CHECK(transaction.commit(placements, manifest, superseded));
   changes.keep();
-
-  for (const auto& path : stale) fs::remove(path, ec);
+  unused.keep = true;
 
   ExportReport report;
-  report.bundle_dir = dir.string();
+  report.bundle_dir = options.output_dir;
   for (auto& part : written) report.parts.push_back(std::move(part.report));
   report.manifest = std::move(manifest);
   return report;

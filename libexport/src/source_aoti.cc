@@ -20,21 +20,6 @@ constexpr const char* kCompileOptions =
     "inductor_configs={\"aot_inductor.embed_kernel_binary\": True, \"aot_inductor.package_constants_in_so\": False, "
     "\"aot_inductor.package_constants_on_disk_format\": \"binary_blob\"})";
 
-Status check_package_layout(const Pt2Package& package, const Pt2Model& model) {
-  std::string problems;
-  if (model.weights_in_library())
-    problems = "its weights are compiled into the library (no *_weights.blob)";
-  if (model.kernels_in_separate_files()) {
-    problems += std::string(problems.empty() ? "" : " and ") + "its kernels are separate files (" +
-                std::to_string(model.kernel_binaries.size()) + " like " +
-                fs::path(model.kernel_binaries.front()).filename().string() + ")";
-  }
-  if (!problems.empty()) return invalid(package.path() + ": " + problems + "; " + kCompileOptions);
-  if (const auto* device = model.metadata_value("AOTI_DEVICE_KEY"); device && *device != "cuda")
-    return invalid(package.path() + ": compiled for device \"" + *device + "\" (AOTI_DEVICE_KEY); expected \"cuda\"");
-  return {};
-}
-
 // "90" -> "9.0", "120" -> "12.0", "8.6" stays.
 std::optional<std::string> compute_capability(const Pt2Model& model) {
   const auto* value = model.metadata_value("AOTI_COMPUTE_CAPABILITY");
@@ -87,7 +72,7 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
                    " models under data/aotinductor/; expected exactly one");
   }
   const Pt2Model& model = package.models().front();
-  PTB_CHECK(check_package_layout(package, model));
+  PTB_CHECK(check_cuda_package_model(package, model, kCompileOptions, /*read_through=*/false));
   if (!request.example) {
     return usage_error("--part " + request.name + "=" + request.program + ": a .pt2 part needs --example " +
                        request.name + "=IN.npy[,...]:OUT.npy[,...]; the example fixes the method's inputs and outputs "

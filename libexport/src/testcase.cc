@@ -27,7 +27,9 @@ Status check_against(const NpyHeader& npy, const ValueSpec& spec, const std::str
     return invalid(what + ": the method takes a " + spec.kind + " here; expected a tensor for a .npy example");
   const auto& tensor = *spec.tensor;
   if (tensor.scalar_type != npy.scalar_type) {
-    return invalid(what + ": dtype " + scalar_type_name(npy.scalar_type) + " (" + npy.descr + "); the method expects " +
+    const bool raw = npy.descr.ends_with("V2");
+    return invalid(what + ": dtype " + scalar_type_name(npy.scalar_type) + " (" + npy.descr +
+                   (raw ? ": 2-byte raw values, read as bfloat16 as ml_dtypes saves it" : "") + "); the method expects " +
                    scalar_type_name(tensor.scalar_type));
   }
   bool bounded = tensor.dynamism != "static";

@@ -14,6 +14,9 @@
 namespace ptb {
 namespace {
 
+// A string from the file inside a message.
+std::string q(std::string_view text) { return "\"" + clipped(text) + "\""; }
+
 // Reads one JSON document with every error naming the file and the JSON
 // path ("bundle.json: parts[0].files[1].sha256: ...").
 class JsonReader {
@@ -29,7 +32,7 @@ class JsonReader {
     for (const auto& item : value.items()) {
       const std::string& key = item.key();
       bool known = std::any_of(keys.begin(), keys.end(), [&](const char* k) { return key == k; });
-      if (!known) return error(path, "has the unknown key \"" + key + "\"");
+      if (!known) return error(path, "has the unknown key " + q(key));
     }
     return {};
   }
@@ -68,7 +71,8 @@ class JsonReader {
     PTB_TRY(const Json* value, member(object, path, key));
     if (!value->is_number()) return error(path + "." + key, "is " + type_of(*value) + "; expected a number");
     double number = value->get<double>();
-    if (!std::isfinite(number) || number < 0) return error(path + "." + key, "is negative; expected a number >= 0");
+    if (!std::isfinite(number) || number < 0)
+      return error(path + "." + key, (number < 0 ? "is negative" : "is not finite") + std::string("; expected a finite number >= 0"));
     return number;
   }
 
@@ -178,12 +182,12 @@ Result<ManifestValue> read_value(const JsonReader& r, const Json& json, const st
   PTB_TRY(value.kind, r.string(json, path, "kind"));
   if (value.kind.empty()) return r.error(path + ".kind", "is empty; expected \"tensor\" or a value kind");
   if (value.kind != "tensor") {
-    if (json.size() != 1) return r.error(path, "has tensor fields for a value of kind \"" + value.kind + "\"");
+    if (json.size() != 1) return r.error(path, "has tensor fields for a value of kind " + q(value.kind));
     return value;
   }
   PTB_TRY(value.dtype, r.string(json, path, "dtype"));
   if (!scalar_type_from_name(value.dtype))
-    return r.error(path + ".dtype", "\"" + value.dtype + "\" is not a dtype ptbundle knows; expected e.g. \"float32\"");
+    return r.error(path + ".dtype", q(value.dtype) + " is not a dtype ptbundle knows; expected e.g. \"float32\"");
   PTB_TRY(const Json* shape, r.array(json, path, "shape"));
   for (size_t i = 0; i < shape->size(); ++i) {
     const Json& size = (*shape)[i];
@@ -193,7 +197,7 @@ Result<ManifestValue> read_value(const JsonReader& r, const Json& json, const st
   }
   PTB_TRY(value.dynamism, r.string(json, path, "dynamism"));
   if (value.dynamism != "static" && value.dynamism != "dynamic_bound" && value.dynamism != "dynamic_unbound")
-    return r.error(path + ".dynamism", "is \"" + value.dynamism + "\"; expected static, dynamic_bound or dynamic_unbound");
+    return r.error(path + ".dynamism", "is " + q(value.dynamism) + "; expected static, dynamic_bound or dynamic_unbound");
   return value;
 }
 
@@ -243,7 +247,7 @@ Result<CudaInfo> read_cuda(const JsonReader& r, const Json& json, const std::str
     target.sm = static_cast<uint32_t>(sm);
     PTB_TRY(target.kind, r.string(t, at, "kind"));
     if (target.kind != "cubin" && target.kind != "ptx")
-      return r.error(at + ".kind", "is \"" + target.kind + "\"; expected \"cubin\" or \"ptx\"");
+      return r.error(at + ".kind", "is " + q(target.kind) + "; expected \"cubin\" or \"ptx\"");
     cuda.kernel_targets.push_back(std::move(target));
   }
   PTB_TRY(const Json* built_on, r.member(json, path, "built_on"));
@@ -267,17 +271,17 @@ Result<ManifestFile> read_file_entry(const JsonReader& r, const Json& json, cons
   if (role == "program") file.role = FileRole::Program;
   else if (role == "data") file.role = FileRole::Data;
   else if (role == "testcase") file.role = FileRole::Testcase;
-  else return r.error(path + ".role", "is \"" + role + "\"; expected \"program\", \"data\" or \"testcase\"");
+  else return r.error(path + ".role", "is " + q(role) + "; expected \"program\", \"data\" or \"testcase\"");
   PTB_TRY(file.path, r.string(json, path, "path"));
   if (json.contains("target")) {
     PTB_TRY(file.target, r.string(json, path, "target"));
     if (file.role != FileRole::Program || !is_gpu_target_name(*file.target))
-      return r.error(path + ".target", "is \"" + *file.target + "\"; expected a GPU target such as \"sm_90\" on a program file");
+      return r.error(path + ".target", "is " + q(*file.target) + "; expected a GPU target such as \"sm_90\" on a program file");
   }
-  std::string expected =
-      file.target ? part_target_program_path(part_name, *file.target) : part_file_path(part_name, file.role);
-  if (file.path != expected) {
-    return r.error(path + ".path", "is \"" + file.path + "\"; expected \"" + expected +
+  if (!is_part_file_path(file.path, part_name, file.role, file.target)) {
+    std::string expected =
+        file.target ? part_target_program_path(part_name, *file.target) : part_file_path(part_name, file.role);
+    return r.error(path + ".path", "is " + q(file.path) + "; expected \"" + expected +
                                        "\" (a part's files are named after the part, inside the bundle folder)");
   }
   PTB_TRY(file.size, r.unsigned_number(json, path, "size"));
@@ -296,7 +300,7 @@ Result<ManifestPart> read_part(const JsonReader& r, const Json& json, const std:
   PTB_CHECK(r.expect_object(*source, path + ".source", {"kind", "files"}));
   PTB_TRY(part.source.kind, r.string(*source, path + ".source", "kind"));
   if (part.source.kind != "executorch" && part.source.kind != "aoti_package" && part.source.kind != "merge")
-    return r.error(path + ".source.kind", "is \"" + part.source.kind + "\"; expected \"executorch\", \"aoti_package\" or \"merge\"");
+    return r.error(path + ".source.kind", "is " + q(part.source.kind) + "; expected \"executorch\", \"aoti_package\" or \"merge\"");
   PTB_TRY(const Json* source_files, r.array(*source, path + ".source", "files"));
   for (const auto& name : *source_files) {
     if (!name.is_string()) return r.error(path + ".source.files", "expected an array of strings");
@@ -336,13 +340,13 @@ Result<ManifestPart> read_part(const JsonReader& r, const Json& json, const std:
   for (size_t i = 0; i < methods->size(); ++i) {
     std::string at = path + ".methods[" + std::to_string(i) + "]";
     PTB_TRY(auto method, read_method(r, (*methods)[i], at));
-    if (!method_names.insert(method.name).second) return r.error(at + ".name", "\"" + method.name + "\" appears twice");
+    if (!method_names.insert(method.name).second) return r.error(at + ".name", q(method.name) + " appears twice");
     for (size_t d = 0; d < method.delegates.size(); ++d) {
       const auto& data_name = method.delegates[d].data_name;
       // All methods of a part share one data name: the part's.
       if (data_name && *data_name != part.name) {
         return r.error(at + ".delegates[" + std::to_string(d) + "].data_name",
-                       "is \"" + *data_name + "\"; expected \"" + part.name + "\", the part's name");
+                       "is " + q(*data_name) + "; expected \"" + part.name + "\", the part's name");
       }
     }
     part.methods.push_back(std::move(method));
@@ -360,8 +364,9 @@ Result<ManifestPart> read_part(const JsonReader& r, const Json& json, const std:
     PTB_CHECK(r.expect_object(*testcase, at, {"path", "atol", "rtol", "inputs", "outputs"}));
     ManifestTestcase t;
     PTB_TRY(t.path, r.string(*testcase, at, "path"));
-    if (t.path != part_file_path(part.name, FileRole::Testcase) || !roles.count(FileRole::Testcase))
-      return r.error(at + ".path", "is \"" + t.path + "\"; expected \"" + part_file_path(part.name, FileRole::Testcase) +
+    const ManifestFile* listed = part.find_file(FileRole::Testcase);
+    if (!listed || t.path != listed->path)
+      return r.error(at + ".path", "is " + q(t.path) + "; expected \"" + part_file_path(part.name, FileRole::Testcase) +
                                         "\", listed among the part's files");
     PTB_TRY(t.atol, r.tolerance(*testcase, at, "atol"));
     PTB_TRY(t.rtol, r.tolerance(*testcase, at, "rtol"));
@@ -387,8 +392,9 @@ const char* file_role_name(FileRole role) {
   return "program";
 }
 
-std::string part_file_path(std::string_view part_name, FileRole role) {
+std::string part_file_path(std::string_view part_name, FileRole role, unsigned generation) {
   std::string name(part_name);
+  if (generation > 0) name += "@" + std::to_string(generation);
   switch (role) {
     case FileRole::Program: return name + ".pte";
     case FileRole::Data: return name + ".ptd";
@@ -397,8 +403,24 @@ std::string part_file_path(std::string_view part_name, FileRole role) {
   return name + ".pte";
 }
 
-std::string part_target_program_path(std::string_view part_name, std::string_view target) {
-  return std::string(target) + "/" + std::string(part_name) + ".pte";
+std::string part_target_program_path(std::string_view part_name, std::string_view target, unsigned generation) {
+  return std::string(target) + "/" + std::string(part_name) +
+         (generation > 0 ? "@" + std::to_string(generation) : std::string()) + ".pte";
+}
+
+bool is_part_file_path(std::string_view path, std::string_view part_name, FileRole role,
+                       const std::optional<std::string>& target) {
+  std::string canonical = target ? part_target_program_path(part_name, *target) : part_file_path(part_name, role);
+  if (path == canonical) return true;
+  // canonical = <prefix>.<ext>; a generation sits before the extension.
+  const size_t dot = canonical.rfind('.');
+  std::string_view prefix = std::string_view(canonical).substr(0, dot);
+  std::string_view extension = std::string_view(canonical).substr(dot);
+  if (!path.starts_with(prefix) || !path.ends_with(extension) || path.size() < canonical.size() + 2) return false;
+  std::string_view middle = path.substr(prefix.size(), path.size() - prefix.size() - extension.size());
+  if (middle.front() != '@' || middle.size() > 10) return false;
+  std::string_view digits = middle.substr(1);
+  return digits.front() != '0' && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 bool is_gpu_target_name(std::string_view target) {
@@ -446,11 +468,11 @@ Json manifest_to_json(const Manifest& manifest) {
   return out;
 }
 
-Result<Manifest> manifest_from_json(const Json& json, const std::string& name) {
+Result<Manifest> manifest_header_from_json(const Json& json, const std::string& name) {
   JsonReader r(name);
   PTB_CHECK(r.expect_object(json, "top level", {"format", "format_version", "ptbundle_version", "created", "parts"}));
   PTB_TRY(auto format, r.string(json, "top level", "format"));
-  if (format != "ptbundle") return r.error("format", "is \"" + format + "\"; expected \"ptbundle\"");
+  if (format != "ptbundle") return r.error("format", "is " + q(format) + "; expected \"ptbundle\"");
   PTB_TRY(auto version, r.unsigned_number(json, "top level", "format_version", 1000000));
   if (version != static_cast<uint64_t>(kManifestFormatVersion)) {
     return r.error("format_version", std::to_string(version) + " is not supported; expected " +
@@ -462,11 +484,24 @@ Result<Manifest> manifest_from_json(const Json& json, const std::string& name) {
   PTB_TRY(manifest.ptbundle_version, r.string(json, "top level", "ptbundle_version"));
   PTB_TRY(manifest.created, r.string(json, "top level", "created"));
   if (!is_utc_timestamp(manifest.created))
-    return r.error("created", "is \"" + manifest.created + "\"; expected a UTC time like 2026-05-01T12:34:56Z");
+    return r.error("created", "is " + q(manifest.created) + "; expected a UTC time like 2026-05-01T12:34:56Z");
   PTB_TRY(const Json* parts, r.array(json, "top level", "parts"));
+  (void)parts;
+  return manifest;
+}
+
+Result<ManifestPart> manifest_part_from_json(const Json& part, const std::string& name, const std::string& at) {
+  JsonReader r(name);
+  return read_part(r, part, at);
+}
+
+Result<Manifest> manifest_from_json(const Json& json, const std::string& name) {
+  PTB_TRY(Manifest manifest, manifest_header_from_json(json, name));
+  JsonReader r(name);
+  const Json& parts = json.at("parts");
   std::vector<std::string> names;
-  for (size_t i = 0; i < parts->size(); ++i) {
-    PTB_TRY(auto part, read_part(r, (*parts)[i], "parts[" + std::to_string(i) + "]"));
+  for (size_t i = 0; i < parts.size(); ++i) {
+    PTB_TRY(auto part, read_part(r, parts[i], "parts[" + std::to_string(i) + "]"));
     names.push_back(part.name);
     manifest.parts.push_back(std::move(part));
   }
@@ -497,24 +532,60 @@ ManifestMethod manifest_method(const MethodInfo& method) {
   return out;
 }
 
-Result<Manifest> parse_manifest(std::string_view text, const std::string& name) {
+Result<Json> parse_json_bounded(std::string_view text, const std::string& name, size_t max_depth) {
+  // Brackets inside strings do not nest; a backslash escapes the next byte.
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth)
+        return invalid(name + ": at byte " + std::to_string(i) + ": JSON nested more than " + std::to_string(max_depth) +
+                       " levels deep; expected a ptbundle manifest (a few levels)");
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
   Json json = Json::parse(text.begin(), text.end(), nullptr, false);
   if (json.is_discarded()) return invalid(name + ": not valid JSON; expected a ptbundle manifest");
+  return json;
+}
+
+Result<Manifest> parse_manifest(std::string_view text, const std::string& name) {
+  if (text.size() > kMaxManifestBytes)
+    return invalid(name + ": " + std::to_string(text.size()) + " bytes; expected a manifest under 64 MiB");
+  PTB_TRY(Json json, parse_json_bounded(text, name));
   return manifest_from_json(json, name);
 }
 
-Result<Manifest> read_manifest(const std::string& bundle_dir) {
-  std::string path = (std::filesystem::path(bundle_dir) / kManifestFileName).string();
-  PTB_TRY(auto file, MappedFile::open(path));
-  // A manifest lists files, not data: 64 MiB is far beyond any real one.
-  if (file.size() > (64ull << 20)) return invalid(path + ": " + std::to_string(file.size()) + " bytes; expected a manifest under 64 MiB");
+Result<Manifest> read_manifest(const BundleDir& dir) {
+  PTB_TRY(auto file, MappedFile::open_in(dir, kManifestFileName));
+  if (file.size() > kMaxManifestBytes)
+    return invalid(file.path() + ": " + std::to_string(file.size()) + " bytes; expected a manifest under 64 MiB");
   auto bytes = file.bytes();
-  return parse_manifest(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path);
+  return parse_manifest(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), file.path());
+}
+
+Result<Manifest> read_manifest(const std::string& bundle_dir) {
+  PTB_TRY(auto dir, BundleDir::open(bundle_dir));
+  return read_manifest(dir);
+}
+
+Status write_manifest(const BundleDir& dir, const Manifest& manifest) {
+  std::string text = manifest_to_json(manifest).dump(2) + "\n";
+  PTB_TRY(auto out, AtomicOutput::create_in(dir, kManifestFileName));
+  PTB_CHECK(out.write(Bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
+  return out.commit();
 }
 
 Status write_manifest(const std::string& bundle_dir, const Manifest& manifest) {
-  std::string path = (std::filesystem::path(bundle_dir) / kManifestFileName).string();
-  return write_file_atomically(path, manifest_to_json(manifest).dump(2) + "\n");
+  PTB_TRY(auto dir, BundleDir::open(bundle_dir));
+  return write_manifest(dir, manifest);
 }
 
 std::string utc_now_iso8601() {

@@ -20,7 +20,11 @@ struct DtypeRow {
   uint64_t size;
 };
 
-constexpr std::array<DtypeRow, 13> kDtypes = {{
+// numpy cannot name bfloat16: arrays of ml_dtypes.bfloat16 are saved as
+// 2-byte raw values ("<V2"), which is what users have. They are read as
+// bfloat16 and so accepted only where a method takes bfloat16; "bfloat16"
+// stays first so that writers name the dtype.
+constexpr std::array<DtypeRow, 15> kDtypes = {{
     {"|u1", 0, 1},
     {"|i1", 1, 1},
     {"<i2", 2, 2},
@@ -31,6 +35,8 @@ constexpr std::array<DtypeRow, 13> kDtypes = {{
     {"<f8", 7, 8},
     {"|b1", 11, 1},
     {"bfloat16", 15, 2},
+    {"<V2", 15, 2},
+    {"|V2", 15, 2},
     {"<u2", 27, 2},
     {"<u4", 28, 4},
     {"<u8", 29, 8},
@@ -212,7 +218,7 @@ Result<NpyHeader> parse_npy_header(Bytes bytes, const std::string& name) {
   if (!dtype) {
     std::string why = !dict.descr.empty() && dict.descr[0] == '>' ? " (big-endian data is not supported)" : "";
     return invalid(name + ": header key 'descr': dtype '" + dict.descr + "' is not supported" + why +
-                   "; expected one of <f4 <f8 <f2 bfloat16 |i1 <i2 <i4 <i8 |u1 <u2 <u4 <u8 |b1");
+                   "; expected one of <f4 <f8 <f2 bfloat16 <V2 (bfloat16 saved by ml_dtypes) |i1 <i2 <i4 <i8 |u1 <u2 <u4 <u8 |b1");
   }
   if (dict.fortran_order)
     return invalid(name + ": header key 'fortran_order': True is not supported; expected a C-order array");

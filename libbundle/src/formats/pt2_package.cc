@@ -1,9 +1,16 @@
+#include <fcntl.h>
+#include <unistd.h>
 #include <zip.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "ptbundle/base/sha256.h"
 #include "ptbundle/formats/pt2.h"
 #include "formats/pt2_layout.h"
 
@@ -68,13 +75,17 @@ Status Pt2Package::stream_entry(std::string_view name, uint64_t max_bytes, Sink&
   if (!file)
     return invalid(entry_context(path_, name) + ": cannot open: " + zip_strerror(archive_->zip));
   std::unique_ptr<zip_file_t, decltype(&zip_fclose)> closer(file, &zip_fclose);
+  // One chunk whatever the entry's size: memory does not grow with it.
   std::vector<uint8_t> buffer(static_cast<size_t>(std::min<uint64_t>(entry->size, kChunk)) + 1);
   uint64_t total = 0;
   for (;;) {
     zip_int64_t n = zip_fread(file, buffer.data(), buffer.size());
-    if (n < 0)
-      return invalid(entry_context(path_, name) + ": read failed at byte " + std::to_string(total) + ": " +
-                     zip_file_strerror(file));
+    if (n < 0) {
+      const bool crc = zip_error_code_zip(zip_file_get_error(file)) == ZIP_ER_CRC;
+      return invalid(entry_context(path_, name) + ": " +
+                     (crc ? std::string("CRC-32 does not match the central directory's (the entry is damaged)")
+                          : "read failed at byte " + std::to_string(total) + ": " + zip_file_strerror(file)));
+    }
     if (n == 0) break;
     total += static_cast<uint64_t>(n);
     // The central directory may understate what an entry inflates to.
@@ -111,14 +122,54 @@ Status Pt2Package::extract_entry_to(std::string_view name, const std::string& ou
   return out.commit();
 }
 
+Result<std::string> Pt2Package::sha256_entry(std::string_view name, uint64_t max_bytes) const {
+  Sha256 hash;
+  PTB_CHECK(stream_entry(name, max_bytes, [&](Bytes chunk) -> Status {
+    hash.update(chunk);
+    return {};
+  }));
+  return to_hex(hash.finish());
+}
+
+Result<MappedFile> Pt2Package::extract_entry_mapped(std::string_view name, uint64_t max_bytes) const {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string folder = tmp && *tmp ? tmp : "/tmp";
+  int fd = ::open(folder.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return io_error(folder + ": cannot create a temporary file to inflate " + entry_context(path_, name) + ": " + std::strerror(errno));
+  auto closer = [&] { ::close(fd); };
+  Status written = stream_entry(name, max_bytes, [&](Bytes chunk) -> Status {
+    const uint8_t* p = chunk.data();
+    size_t left = chunk.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return io_error(folder + ": cannot write the inflated " + entry_context(path_, name) + ": " + std::strerror(errno));
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    return {};
+  });
+  if (!written.ok()) {
+    closer();
+    return written.take_error();
+  }
+  auto mapped = MappedFile::from_fd(fd, path_ + ": " + std::string(name));
+  if (!mapped.ok()) return mapped.take_error();  // from_fd owns fd either way
+  return mapped;
+}
+
 Result<Pt2Package> Pt2Package::open(const std::string& path, Pt2Limits limits) {
   Pt2Package package;
   package.path_ = path;
   package.archive_ = std::make_unique<Archive>();
   int code = 0;
-  // CHECKCONS compares each local header with the central directory, which
-  // catches truncated and spliced archives before any entry is read.
-  package.archive_->zip = zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code);
+  // Opened as any input (a FIFO or a device is refused before a read), then
+  // handed to libzip. CHECKCONS compares each local header with the central
+  // directory, which catches truncated and spliced archives before any
+  // entry is read.
+  PTB_TRY(int fd, open_regular_input(path));
+  package.archive_->zip = zip_fdopen(fd, ZIP_CHECKCONS, &code);
+  if (!package.archive_->zip) ::close(fd);
   if (!package.archive_->zip) {
     auto kind = code == ZIP_ER_NOENT || code == ZIP_ER_OPEN || code == ZIP_ER_READ ? ErrorKind::Io : ErrorKind::Invalid;
     std::string why = code == ZIP_ER_EXISTS ? "two entries share one name" : libzip_error_text(code);

@@ -77,8 +77,19 @@ Result<TensorLayout> read_layout(const fb::ptd::TensorLayout& layout, const std:
 }  // namespace
 
 Result<PtdFile> PtdFile::open(const std::string& path) {
+  PTB_TRY(auto file, MappedFile::open(path));
+  return open_mapped(std::move(file));
+}
+
+Result<PtdFile> PtdFile::open_in(const BundleDir& dir, const std::string& relative) {
+  PTB_TRY(auto file, MappedFile::open_in(dir, relative));
+  return open_mapped(std::move(file));
+}
+
+Result<PtdFile> PtdFile::open_mapped(MappedFile file) {
   PtdFile ptd;
-  PTB_TRY(ptd.file_, MappedFile::open(path));
+  ptd.file_ = std::move(file);
+  const std::string path = ptd.file_.path();
   Bytes data = ptd.file_.bytes();
   PTB_TRY(ptd.header_, read_header(data, path));
 

@@ -67,6 +67,14 @@ Result<PteFile> PteFile::open(const std::string& path) {
   return parse(std::move(owner), data, path);
 }
 
+Result<PteFile> PteFile::open_in(const BundleDir& dir, const std::string& relative) {
+  PTB_TRY(auto mapped, MappedFile::open_in(dir, relative));
+  auto owner = std::make_shared<const MappedFile>(std::move(mapped));
+  Bytes data = owner->bytes();
+  std::string name = owner->path();
+  return parse(std::move(owner), data, std::move(name));
+}
+
 Result<PteFile> PteFile::parse(std::shared_ptr<const MappedFile> owner, Bytes data, std::string name) {
   PteFile pte;
   Bytes whole = owner->bytes();

@@ -23,11 +23,15 @@ Result<InspectJson> entry_json(const Pt2Package& package, const std::string& nam
     out["skipped"] = "larger than 4 GiB: not hashed or scanned";
     return out;
   }
-  PTB_TRY(auto bytes, package.read_entry(name, entry->size));
-  Bytes data(bytes.data(), bytes.size());
-  if (options.sha256) out["sha256"] = to_hex(sha256(data));
+  // Streamed: memory stays flat whatever the entry inflates to.
+  if (options.sha256) {
+    PTB_TRY(out["sha256"], package.sha256_entry(name, entry->size));
+  }
   if (want_kernels) {
-    auto kernels = options.scan_kernels(data, package.path() + ": " + name);
+    // The scanner needs random access: the entry is inflated into an
+    // unnamed temporary file and mapped, never held in anonymous memory.
+    PTB_TRY(MappedFile inflated, package.extract_entry_mapped(name, entry->size));
+    auto kernels = options.scan_kernels(inflated.bytes(), package.path() + ": " + name);
     if (kernels.ok()) {
       out["kernels"] = std::move(kernels).value();
     } else {

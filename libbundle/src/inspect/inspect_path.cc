@@ -1,5 +1,7 @@
 // inspect_path: which reader a path needs, and bundle folders (the manifest
 // and every file of every part, each inspected as a file of its own).
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <optional>
@@ -27,7 +29,8 @@ std::string kind_from_extension(const std::string& path) {
 namespace detail {
 
 Result<InspectJson> inspect_bundle_folder(const std::string& path, const InspectOptions& options) {
-  PTB_TRY(auto manifest, read_manifest(path));
+  PTB_TRY(auto dir, BundleDir::open(path));
+  PTB_TRY(auto manifest, read_manifest(dir));
   InspectJson out;
   out["manifest"] = manifest_to_json(manifest);
   out["parts"] = InspectJson::array();
@@ -37,8 +40,11 @@ Result<InspectJson> inspect_bundle_folder(const std::string& path, const Inspect
     p["files"] = InspectJson::array();
     for (const auto& file : part.files) {
       // Paths in a manifest that read_manifest accepted are the ones derived
-      // from the part name, so they stay inside the folder.
-      PTB_TRY(auto inner, inspect_path((fs::path(path) / file.path).string(), options));
+      // from the part name, so they stay inside the folder; each is a
+      // regular file reached with no symlink followed before it is read.
+      PTB_TRY(int fd, dir.open_fd(file.path));
+      ::close(fd);
+      PTB_TRY(auto inner, inspect_path(dir.display(file.path), options));
       InspectJson f;
       f["role"] = file_role_name(file.role);
       f["path"] = file.path;

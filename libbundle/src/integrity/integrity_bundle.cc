@@ -6,24 +6,27 @@
 #include <filesystem>
 #include <set>
 
+#include <map>
+
 #include "integrity/integrity_internal.h"
 #include "ptbundle/inspect/inspect.h"
 #include "ptbundle/bundle/names.h"
+#include "ptbundle/base/sha256.h"
+#include "ptbundle/bundle/transaction.h"
 
 namespace ptb::integrity {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr uint64_t kMaxManifestBytes = 64ull << 20;  // as read_manifest
-
 std::string lowercase(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return text;
 }
 
-std::optional<Json> read_manifest_json(const std::string& path, CheckList& checks) {
-  auto file = MappedFile::open(path);
+std::optional<Json> read_manifest_json(const BundleDir& dir, CheckList& checks) {
+  const std::string path = dir.display(kManifestFileName);
+  auto file = MappedFile::open_in(dir, kManifestFileName);
   if (!file.ok()) {
     checks.fail(checks::kManifest, path, file.error().message + "; a bundle folder holds the bundle.json ptbundle export wrote");
     return std::nullopt;
@@ -33,31 +36,12 @@ std::optional<Json> read_manifest_json(const std::string& path, CheckList& check
     return std::nullopt;
   }
   Bytes bytes = file->bytes();
-  Json json = Json::parse(bytes.begin(), bytes.end(), nullptr, false);
-  if (json.is_discarded()) {
-    checks.fail(checks::kManifest, path, "not valid JSON; expected the manifest ptbundle export writes");
+  auto json = parse_json_bounded(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path);
+  if (!json.ok()) {
+    checks.fail(checks::kManifest, path, json.error().message + "; expected the manifest ptbundle export writes");
     return std::nullopt;
   }
-  return json;
-}
-
-// The manifest reader names the only part it is given parts[0].
-std::string renumber(std::string message, size_t index) {
-  const std::string from = "parts[0]";
-  const size_t at = message.find(from);
-  if (at != std::string::npos) message.replace(at, from.size(), "parts[" + std::to_string(index) + "]");
-  return message;
-}
-
-Json with_parts(Json top, Json parts) {
-  // Fields that are not in question here get valid stand-ins, so that only
-  // the part's own problems are reported for it.
-  top["format"] = "ptbundle";
-  top["format_version"] = kManifestFormatVersion;
-  top["ptbundle_version"] = "0";
-  top["created"] = "2000-01-01T00:00:00Z";
-  top["parts"] = std::move(parts);
-  return top;
+  return std::move(*json);
 }
 
 // Every data_name string a part entry holds, with its JSON path.
@@ -86,18 +70,21 @@ struct ManifestParts {
 void check_collisions(const std::vector<std::pair<std::string, std::string>>& names, const std::string& manifest_path,
                       CheckList& checks) {
   size_t problems = 0;
-  for (size_t a = 0; a < names.size(); ++a) {
-    for (size_t b = a + 1; b < names.size(); ++b) {
-      if (lowercase(names[a].second) != lowercase(names[b].second)) continue;
-      ++problems;
-      const bool same = names[a].second == names[b].second;
-      checks.fail(checks::kNameCollision, manifest_path,
-                  names[a].first + " " + in_quotes(names[a].second) + " and " + names[b].first + " " +
-                      in_quotes(names[b].second) +
-                      (same ? " are the same name; two parts would write the same files"
-                            : " differ only in case; Windows and macOS store them as one file") +
-                      "; rename one part (ptbundle export --part NEWNAME=...) and remove the other");
-    }
+  // Each name against the first with the same lowercase form: linear in the
+  // number of parts.
+  std::map<std::string, size_t> first;
+  for (size_t b = 0; b < names.size(); ++b) {
+    auto [it, fresh] = first.emplace(lowercase(names[b].second), b);
+    if (fresh) continue;
+    const size_t a = it->second;
+    ++problems;
+    const bool same = names[a].second == names[b].second;
+    checks.fail(checks::kNameCollision, manifest_path,
+                names[a].first + " " + in_quotes(names[a].second) + " and " + names[b].first + " " +
+                    in_quotes(names[b].second) +
+                    (same ? " are the same name; two parts would write the same files"
+                          : " differ only in case; Windows and macOS store them as one file") +
+                    "; rename one part (ptbundle export --part NEWNAME=...) and remove the other");
   }
   if (problems == 0) {
     checks.pass(checks::kNameCollision, manifest_path,
@@ -109,9 +96,9 @@ ManifestParts read_parts(const Json& json, const std::string& manifest_path, Che
   ManifestParts out;
   out.owned.insert(kManifestFileName);
   {
-    Json top = json;
-    if (top.is_object() && top.contains("parts") && top["parts"].is_array()) top["parts"] = Json::array();
-    auto checked = manifest_from_json(top, manifest_path);
+    // The top level alone; each part is read on its own below. Nothing is
+    // copied: verify stays linear in the number of parts.
+    auto checked = manifest_header_from_json(json, manifest_path);
     if (checked.ok()) {
       checks.pass(checks::kManifest, manifest_path, "format_version " + std::to_string(kManifestFormatVersion) +
                                                         ", written by ptbundle " + checked->ptbundle_version);
@@ -127,7 +114,7 @@ ManifestParts read_parts(const Json& json, const std::string& manifest_path, Che
     const Json& entry = parts[i];
     bool safe = true;
     if (entry.is_object() && entry.contains("name") && entry["name"].is_string()) {
-      const std::string name = entry["name"];
+      const std::string& name = entry["name"].get_ref<const std::string&>();
       auto checked = check_part_name(name, manifest_path + ": " + at + ".name");
       if (checked.ok()) {
         names.emplace_back(at + ".name", name);
@@ -150,36 +137,33 @@ ManifestParts read_parts(const Json& json, const std::string& manifest_path, Che
       checks.skip(checks::kManifest, manifest_path + ": " + at, "not checked further: it holds names that are unsafe as paths");
       continue;
     }
-    auto read = manifest_from_json(with_parts(json, Json::array({entry})), manifest_path);
+    auto read = manifest_part_from_json(entry, manifest_path, at);
     if (!read.ok()) {
-      checks.fail(checks::kManifest, manifest_path + ": " + at,
-                  renumber(read.error().message, i) + "; export the part again");
+      checks.fail(checks::kManifest, manifest_path + ": " + at, read.error().message + "; export the part again");
       continue;
     }
-    checks.pass(checks::kManifest, "part " + read->parts[0].name, "its bundle.json entry is complete and valid");
-    for (const ManifestFile& file : read->parts[0].files) out.owned.insert(file.path);
-    out.valid.push_back(std::move(read->parts[0]));
+    checks.pass(checks::kManifest, "part " + read->name, "its bundle.json entry is complete and valid");
+    for (const ManifestFile& file : read->files) out.owned.insert(file.path);
+    out.valid.push_back(std::move(*read));
   }
   check_collisions(names, manifest_path, checks);
   return out;
 }
 
-bool check_listed_file(const fs::path& folder, const ManifestFile& file, CheckList& checks) {
-  const std::string path = (folder / file.path).string();
-  std::error_code ec;
-  if (!fs::exists(path, ec)) {
+bool check_listed_file(const BundleDir& dir, const ManifestFile& file, CheckList& checks) {
+  const std::string path = dir.display(file.path);
+  auto kind = dir.kind(file.path);
+  if (kind.ok() && *kind == BundleDir::Kind::Missing) {
     checks.fail(checks::kFile, path,
                 "missing: bundle.json lists it as the part's " + std::string(file_role_name(file.role)) +
                     " file; restore it or export the part again");
     return false;
   }
-  if (!fs::is_regular_file(path, ec)) {
-    checks.fail(checks::kFile, path, "is not a regular file; expected the part's " + std::string(file_role_name(file.role)) + " file");
-    return false;
-  }
-  auto mapped = MappedFile::open(path);
+  // No symlink followed, nothing but a regular file opened (a FIFO would block a read).
+  auto mapped = MappedFile::open_in(dir, file.path);
   if (!mapped.ok()) {
-    checks.fail(checks::kFile, path, mapped.error().message);
+    checks.fail(checks::kFile, path,
+                mapped.error().message + "; expected the part's " + std::string(file_role_name(file.role)) + " file");
     return false;
   }
   if (mapped->size() != file.size) {
@@ -264,12 +248,13 @@ void check_manifest_program(const ManifestPart& part, const PteFile& pte, CheckL
 }
 
 // One of the part's programs; null when it did not open (already reported).
-std::shared_ptr<PteFile> open_program(const std::string& program_path, bool missing, CheckList& checks) {
+std::shared_ptr<PteFile> open_program(const BundleDir& dir, const std::string& relative, bool missing, CheckList& checks) {
+  const std::string program_path = dir.display(relative);
   if (missing) {
-    checks.skip(checks::kProgram, program_path, "not checked: the file is missing (see the file check)");
+    checks.skip(checks::kProgram, program_path, "not checked: the file is missing or unreadable (see the file check)");
     return nullptr;
   }
-  auto program = PteFile::open(program_path);
+  auto program = PteFile::open_in(dir, relative);
   if (!program.ok()) {
     checks.fail(checks::kProgram, program_path, program.error().message + "; export the part again");
     return nullptr;
@@ -281,11 +266,13 @@ std::shared_ptr<PteFile> open_program(const std::string& program_path, bool miss
   return pte;
 }
 
-void check_part(const fs::path& folder, const ManifestPart& part, CheckList& checks, std::vector<VerifySubject>& subjects) {
-  std::set<std::string> missing;  // listed paths
+void check_part(const BundleDir& dir, const ManifestPart& part, CheckList& checks, std::vector<VerifySubject>& subjects) {
+  const fs::path folder(dir.path());
+  std::set<std::string> missing;  // listed paths that are absent, or not regular files
   for (const ManifestFile& file : part.files) {
-    std::error_code ec;
-    if (!check_listed_file(folder, file, checks) && !fs::exists(folder / file.path, ec)) missing.insert(file.path);
+    if (check_listed_file(dir, file, checks)) continue;
+    auto kind = dir.kind(file.path);
+    if (!kind.ok() || *kind != BundleDir::Kind::File) missing.insert(file.path);
   }
   // A missing file was reported once, by the file check; what needs it is skipped.
   std::shared_ptr<PtdFile> ptd;
@@ -295,7 +282,7 @@ void check_part(const fs::path& folder, const ManifestPart& part, CheckList& che
     if (missing.count(data->path)) {
       checks.skip(checks::kDataFile, data_path, "not checked: the file is missing (see the file check)");
       data_readable = false;
-    } else if (auto opened = PtdFile::open(data_path); !opened.ok()) {
+    } else if (auto opened = PtdFile::open_in(dir, data->path); !opened.ok()) {
       checks.fail(checks::kDataFile, data_path, opened.error().message + "; export the part again");
       data_readable = false;
     } else {
@@ -313,7 +300,7 @@ void check_part(const fs::path& folder, const ManifestPart& part, CheckList& che
   bool testcase_checked = false;
   for (const ManifestFile* program_file : programs) {
     const std::string program_path = (folder / program_file->path).string();
-    auto pte = open_program(program_path, missing.count(program_file->path) > 0, checks);
+    auto pte = open_program(dir, program_file->path, missing.count(program_file->path) > 0, checks);
     if (!pte) continue;
 
     VerifySubject subject;
@@ -343,7 +330,7 @@ void check_part(const fs::path& folder, const ManifestPart& part, CheckList& che
       const std::string testcase_path = (folder / part.testcase->path).string();
       if (missing.count(part.testcase->path)) {
         checks.skip(checks::kTestcaseFile, testcase_path, "not checked: the file is missing (see the file check)");
-      } else if (auto opened = PtdFile::open(testcase_path); !opened.ok()) {
+      } else if (auto opened = PtdFile::open_in(dir, part.testcase->path); !opened.ok()) {
         checks.fail(checks::kTestcaseFile, testcase_path, opened.error().message + "; export the part again with --example");
       } else {
         auto file = std::make_shared<PtdFile>(std::move(*opened));
@@ -364,51 +351,81 @@ bool is_program_or_data(const fs::path& path) {
   return extension == ".pte" || extension == ".ptd";
 }
 
-void check_unlisted(const fs::path& folder, const std::set<std::string>& owned, CheckList& checks) {
+void check_unlisted(const BundleDir& dir, const std::set<std::string>& owned, const std::set<std::string>& pending,
+                    CheckList& checks) {
   size_t problems = 0;
-  auto visit = [&](const fs::path& dir, const std::string& prefix) {
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      const fs::path& entry = it->path();
-      const std::string relative = prefix + entry.filename().string();
-      if (!is_program_or_data(entry) || owned.count(relative)) continue;
+  auto visit = [&](const std::string& relative) {
+    auto names = dir.list(relative);
+    if (!names.ok()) {
       ++problems;
-      checks.fail(checks::kUnlistedFile, entry.string(),
+      checks.fail(checks::kUnlistedFile, dir.display(relative), "cannot list the folder: " + names.error().message);
+      return;
+    }
+    for (const std::string& name : *names) {
+      const std::string path = relative.empty() ? name : relative + "/" + name;
+      if (!is_program_or_data(name) || owned.count(path) || pending.count(path)) continue;
+      ++problems;
+      checks.fail(checks::kUnlistedFile, dir.display(path),
                   "is in the bundle folder but bundle.json does not list it; `run` and `verify` ignore it and it may "
                   "be another part's stale file; delete it, or add it as a part with ptbundle export");
     }
-    if (ec) {
-      ++problems;
-      checks.fail(checks::kUnlistedFile, dir.string(), "cannot list the folder: " + ec.message());
-    }
   };
-  visit(folder, "");
-  std::error_code ec;
-  if (fs::is_directory(folder / kTestcaseFolder, ec)) visit(folder / kTestcaseFolder, std::string(kTestcaseFolder) + "/");
+  visit("");
+  if (dir.kind(kTestcaseFolder).value_or(BundleDir::Kind::Missing) == BundleDir::Kind::Folder) visit(kTestcaseFolder);
   // Per-target program folders of merged parts ("sm_90/<name>.pte").
-  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    std::error_code dir_ec;
-    if (is_gpu_target_name(name) && it->is_directory(dir_ec)) visit(it->path(), name + "/");
+  for (const std::string& name : dir.list("").value_or(std::vector<std::string>{})) {
+    if (is_gpu_target_name(name) && dir.kind(name).value_or(BundleDir::Kind::Missing) == BundleDir::Kind::Folder) visit(name);
   }
   if (problems == 0) {
-    checks.pass(checks::kUnlistedFile, folder.string(), "every .pte and .ptd in the folder is listed in bundle.json");
+    checks.pass(checks::kUnlistedFile, dir.path(), "every .pte and .ptd in the folder is listed in bundle.json");
   }
+}
+
+// What a killed writer left: warnings, since the bundle.json in place and
+// the files it lists are whole; the next export or merge removes them.
+std::set<std::string> check_leftovers(const BundleDir& dir, const std::vector<ManifestPart>& parts, CheckList& checks) {
+  Manifest listed;
+  listed.parts = parts;
+  BundleLeftovers left = find_leftovers(dir, &listed);
+  const char* removal = "the next ptbundle export into this bundle removes it";
+  for (const auto& path : left.temporary) {
+    checks.warn(checks::kLeftover, dir.display(path),
+                std::string("a temporary file of an interrupted write (killed, or the machine stopped); ") + removal);
+  }
+  for (const auto& path : left.pending) {
+    checks.warn(checks::kLeftover, dir.display(path),
+                std::string("written by an export that was interrupted before it committed, or superseded by one; "
+                            "bundle.json does not list it; ") + removal);
+  }
+  const auto staging = find_stale_staging(dir.path());
+  for (const auto& path : staging) {
+    checks.warn(checks::kLeftover, path,
+                "the staging folder of an interrupted `ptbundle merge` into this folder; the next merge into it "
+                "removes it, or delete it");
+  }
+  if (left.temporary.empty() && left.pending.empty() && staging.empty()) {
+    checks.pass(checks::kLeftover, dir.path(), "no temporary files of an interrupted write");
+  }
+  return {left.pending.begin(), left.pending.end()};
 }
 
 }  // namespace
 
-void check_bundle(const std::string& dir, CheckList& checks, std::vector<VerifySubject>& subjects) {
-  const fs::path folder(dir);
-  const std::string manifest_path = (folder / kManifestFileName).string();
-  auto json = read_manifest_json(manifest_path, checks);
-  if (!json) {
-    checks.skip(checks::kUnlistedFile, dir, "without a readable bundle.json, which files the bundle owns is unknown");
+void check_bundle(const std::string& path, CheckList& checks, std::vector<VerifySubject>& subjects) {
+  auto dir = BundleDir::open(path);
+  if (!dir.ok()) {
+    checks.fail(checks::kManifest, path, dir.error().message);
     return;
   }
-  ManifestParts parts = read_parts(*json, manifest_path, checks);
-  for (const ManifestPart& part : parts.valid) check_part(folder, part, checks, subjects);
-  check_unlisted(folder, parts.owned, checks);
+  auto json = read_manifest_json(*dir, checks);
+  if (!json) {
+    checks.skip(checks::kUnlistedFile, path, "without a readable bundle.json, which files the bundle owns is unknown");
+    return;
+  }
+  ManifestParts parts = read_parts(*json, dir->display(kManifestFileName), checks);
+  for (const ManifestPart& part : parts.valid) check_part(*dir, part, checks, subjects);
+  std::set<std::string> pending = check_leftovers(*dir, parts.valid, checks);
+  check_unlisted(*dir, parts.owned, pending, checks);
 }
 
 }  // namespace ptb::integrity

@@ -15,6 +15,7 @@ const char* check_status_name(CheckStatus status) {
     case CheckStatus::Fail: return "fail";
     case CheckStatus::Skip: return "skip";
     case CheckStatus::Pass: return "pass";
+    case CheckStatus::Warn: return "warn";
   }
   return "pass";
 }
@@ -30,6 +31,10 @@ void CheckList::fail(std::string check, std::string subject, std::string message
 }
 void CheckList::skip(std::string check, std::string subject, std::string message) {
   add(std::move(check), std::move(subject), CheckStatus::Skip, std::move(message));
+}
+
+void CheckList::warn(std::string check, std::string subject, std::string message) {
+  add(std::move(check), std::move(subject), CheckStatus::Warn, std::move(message));
 }
 
 size_t CheckList::count(CheckStatus status) const {

@@ -46,6 +46,15 @@ void check_package(const std::string& path, CheckList& checks, std::vector<Verif
                   "its kernels are in " + std::to_string(model.kernel_binaries.size()) +
                       " separate files (.cubin/.fatbin/.ptx) rather than embedded in the library; " + options);
     }
+    // What export requires, checked by export's own function: the library and
+    // the blob read through (sizes, CRC-32) and the blob as large as the
+    // constants the model declares.
+    if (problems == 0) {
+      if (Status same = check_cuda_package_model(*package, model, options, /*read_through=*/true); !same.ok()) {
+        ++problems;
+        checks.fail(checks::kPackageLayout, subject, same.error().message);
+      }
+    }
     if (problems == 0) {
       checks.pass(checks::kPackageLayout, subject,
                   "kernels embedded in the library, weights in " + in_quotes(*model.weights_blob) +

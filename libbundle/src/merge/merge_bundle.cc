@@ -2,7 +2,10 @@
 // into one bundle. Each part is merged by its layout (merge.h says how), into
 // a temporary folder beside the output that is renamed into place once every
 // part and the manifest are written; a refusal leaves no output folder.
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,6 +14,7 @@
 #include <tuple>
 
 #include "merge/merge_bundle_internal.h"
+#include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/segment_source.h"
 
 namespace ptb {
@@ -34,7 +38,10 @@ struct InputBundle {
   Manifest manifest;
 };
 
-// A folder that is removed with everything in it unless kept.
+// A folder that is removed with everything in it unless kept: by the
+// destructor, by the signal handler on SIGINT/SIGTERM (register_temp_path),
+// and after a SIGKILL by the next merge into the same output, which removes
+// the staging folders no process holds locked (remove_stale_staging).
 class Staging {
  public:
   static Result<Staging> create(const fs::path& output) {
@@ -47,21 +54,47 @@ class Staging {
     }
     Staging staging;
     staging.path_ = buffer.data();
+    staging.fd_ = ::open(buffer.data(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (staging.fd_ >= 0) ::flock(staging.fd_, LOCK_EX | LOCK_NB);  // ours alone: mkdtemp made it
+    staging.slot_ = register_temp_path(staging.path_.string(), /*folder=*/true);
     return staging;
   }
   Staging() = default;
-  Staging(Staging&& other) noexcept : path_(std::exchange(other.path_, fs::path())) {}
+  Staging(Staging&& other) noexcept
+      : path_(std::exchange(other.path_, fs::path())),
+        fd_(std::exchange(other.fd_, -1)),
+        slot_(std::exchange(other.slot_, -1)) {}
   Staging& operator=(Staging&&) = delete;
   ~Staging() {
+    unregister_temp_path(slot_);
     std::error_code ec;
     if (!path_.empty()) fs::remove_all(path_, ec);
+    if (fd_ >= 0) ::close(fd_);
   }
   const fs::path& path() const { return path_; }
-  void keep() { path_.clear(); }
+  void keep() {
+    unregister_temp_path(std::exchange(slot_, -1));
+    path_.clear();
+  }
 
  private:
   fs::path path_;
+  int fd_ = -1;
+  int slot_ = -1;
 };
+
+// Every file an input's manifest lists is a regular file reached with no
+// symlink followed; merge then reads them by path.
+Status check_bundle_files(const std::string& path, const Manifest& manifest) {
+  PTB_TRY(BundleDir dir, BundleDir::open(path));
+  for (const ManifestPart& part : manifest.parts) {
+    for (const ManifestFile& file : part.files) {
+      PTB_TRY(int fd, dir.open_fd(file.path));
+      ::close(fd);
+    }
+  }
+  return {};
+}
 
 std::string in_bundle(const InputBundle& bundle, const std::string& relative) {
   return (fs::path(bundle.dir) / relative).string();
@@ -305,6 +338,7 @@ Result<std::vector<InputBundle>> read_bundles(const BundleMergeRequest& request)
   std::vector<InputBundle> bundles;
   for (const std::string& dir : request.bundles) {
     PTB_TRY(Manifest manifest, read_manifest(dir));
+    PTB_CHECK(check_bundle_files(dir, manifest));
     bundles.push_back({dir, std::move(manifest)});
   }
   const Manifest& first = bundles.front().manifest;
@@ -350,6 +384,7 @@ Result<BundleMergeResult> merge_bundles(const BundleMergeRequest& request) {
   using namespace merge_detail;
   PTB_CHECK(check_bundle_request(request));
   PTB_TRY(std::vector<InputBundle> bundles, read_bundles(request));
+  remove_stale_staging(request.output_dir);
   PTB_TRY(Staging staging, Staging::create(request.output_dir));
   LibraryScanCache scans(request.scan_library);
 
@@ -380,6 +415,7 @@ Result<BundleMergeResult> merge_bundles(const BundleMergeRequest& request) {
   }
   PTB_CHECK(write_manifest(staging.path().string(), manifest));
 
+  test_kill_point("merge-rename");
   std::error_code ec;
   if (fs::exists(request.output_dir, ec)) fs::remove(request.output_dir, ec);  // an empty folder, checked above
   fs::rename(staging.path(), request.output_dir, ec);

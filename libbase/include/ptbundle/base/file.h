@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "ptbundle/base/result.h"
 
@@ -14,9 +15,25 @@ namespace ptb {
 
 using Bytes = std::span<const uint8_t>;
 
+class BundleDir;
+
+// "a FIFO (named pipe)", "a character device", ...: what a non-regular file is.
+std::string file_type_text(unsigned mode);
+
+// Opens a file given on the command line for reading: symlinks are followed
+// (the user named it), but only a regular file is accepted. O_NONBLOCK keeps
+// the open of a FIFO from waiting for a writer; the type is checked with
+// fstat before any read. Returns the descriptor (the caller closes it).
+Result<int> open_regular_input(const std::string& path);
+
 class MappedFile {
  public:
+  // A top-level input (open_regular_input).
   static Result<MappedFile> open(const std::string& path);
+  // A file inside a bundle folder: no symlink followed (BundleDir::open_fd).
+  static Result<MappedFile> open_in(const BundleDir& dir, const std::string& relative);
+  // Maps an open regular file; takes ownership of fd.
+  static Result<MappedFile> from_fd(int fd, const std::string& path);
 
   MappedFile() = default;
   MappedFile(MappedFile&& other) noexcept;
@@ -52,6 +69,10 @@ inline bool range_fits(uint64_t offset, uint64_t size, uint64_t limit) {
 class AtomicOutput {
  public:
   static Result<AtomicOutput> create(const std::string& final_path);
+  // Inside a bundle folder: the parent folder of `relative` is reached with no
+  // symlink followed, and the rename replaces whatever entry has the final
+  // name (a symlink is replaced, never written through).
+  static Result<AtomicOutput> create_in(const BundleDir& dir, const std::string& relative);
 
   AtomicOutput() = default;
   AtomicOutput(AtomicOutput&& other) noexcept;
@@ -74,12 +95,76 @@ class AtomicOutput {
   Status commit();
 
  private:
+  static Result<AtomicOutput> create_at(int dir_fd, const std::string& dir_text, const std::string& name);
   void discard();
   std::string final_path_;
   std::string temp_path_;
+  std::string final_name_;  // inside dir_fd_
+  std::string temp_name_;
+  int dir_fd_ = -1;
   int fd_ = -1;
+  int cleanup_slot_ = -1;  // register_temp_path
   uint64_t position_ = 0;
 };
+
+// A bundle folder, held open: every file inside is reached relative to its
+// descriptor with no symlink followed (openat2 with RESOLVE_BENEATH |
+// RESOLVE_NO_SYMLINKS, or one openat with O_NOFOLLOW per path component
+// where the kernel lacks openat2), so a link in a bundle can neither make
+// ptbundle read a file outside it nor write through it. Only regular files
+// and folders are accepted inside; the folder itself may be reached through
+// a symlink, as any path given on the command line.
+class BundleDir {
+ public:
+  enum class Kind { Missing, File, Folder, Symlink, Other };
+
+  static Result<BundleDir> open(const std::string& path);
+  // Creates the folder (and missing parents) first.
+  static Result<BundleDir> open_or_create(const std::string& path);
+
+  BundleDir() = default;
+  BundleDir(BundleDir&& other) noexcept;
+  BundleDir& operator=(BundleDir&& other) noexcept;
+  BundleDir(const BundleDir&) = delete;
+  BundleDir& operator=(const BundleDir&) = delete;
+  ~BundleDir();
+
+  const std::string& path() const { return path_; }
+  int fd() const { return fd_; }
+  // "<path>/<relative>", for messages.
+  std::string display(const std::string& relative) const;
+
+  // Opens `relative` (a path of '/'-separated names, none empty, "." or "..")
+  // read-only with O_NONBLOCK; a regular file (or, with folder, a folder) only.
+  Result<int> open_fd(const std::string& relative, bool folder = false) const;
+  // What is at `relative`, without following a final symlink.
+  Result<Kind> kind(const std::string& relative) const;
+  // Creates the folder `relative` (one level) unless it is one already;
+  // refuses a symlink or a file in its place.
+  Status make_folder(const std::string& relative) const;
+  // Removes a file (a symlink is removed itself); missing is fine.
+  Status remove_file(const std::string& relative) const;
+  // Names in the folder `relative` ("" for the bundle folder), sorted.
+  Result<std::vector<std::string>> list(const std::string& relative) const;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// Paths removed if the process is stopped by SIGINT, SIGTERM or SIGHUP: the
+// handler unlinks every registered path (a folder with what is in it, two
+// levels deep) using async-signal-safe calls only, then re-raises the signal
+// with its default action. A path that is not absolute is taken relative to
+// the working folder at registration. Returns a slot, or -1 when the table is full.
+int register_temp_path(const std::string& path, bool folder = false);
+void unregister_temp_path(int slot);
+
+// Test-only: when the environment variable PTB_TEST_KILL_AT equals `step`,
+// the process kills itself with SIGKILL right here, as a power cut would
+// (PTB_TEST_KILL_SIGNAL=INT or TERM sends that signal instead).
+// Writers call it before each rename of a transaction (tests/test_hostile.cc).
+void test_kill_point(const std::string& step);
 
 // Writes a whole small file atomically.
 Status write_file_atomically(const std::string& path, Bytes data);

@@ -45,6 +45,8 @@ class [[nodiscard]] Result {
 
   const Error& error() const { return std::get<1>(state_); }
   Error&& take_error() { return std::get<1>(std::move(state_)); }
+  // The value, or `fallback` when this holds an error (which is dropped).
+  T value_or(T fallback) const& { return ok() ? value() : std::move(fallback); }
 
  private:
   std::variant<T, Error> state_;
@@ -90,6 +92,14 @@ inline std::string printable(std::string_view text) {
     }
   }
   return out;
+}
+
+// Text from a file cut for a message: printable(), and past `limit` bytes
+// the first `limit` of them followed by "... (N bytes)", so that a 50 MB
+// string in an input never becomes a 50 MB error line.
+inline std::string clipped(std::string_view text, size_t limit = 200) {
+  if (text.size() <= limit) return printable(text);
+  return printable(text.substr(0, limit)) + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
 }  // namespace ptb

@@ -26,9 +26,17 @@ inline constexpr const char* kTestcaseFolder = "testcases";
 enum class FileRole { Program, Data, Testcase };
 const char* file_role_name(FileRole role);  // "program", "data", "testcase"
 
-// "<name>.pte", "<name>.ptd", "testcases/<name>.ptd": the only paths a part
-// may have, relative to the bundle folder.
-std::string part_file_path(std::string_view part_name, FileRole role);
+// "<name>.pte", "<name>.ptd", "testcases/<name>.ptd": the paths of a part,
+// relative to the bundle folder. A writer that replaces a part puts the new
+// files under names the old manifest does not use, so that the old bundle
+// stays whole until bundle.json is renamed over it: generation g > 0 gives
+// "<name>@<g>.pte" ('@' is not allowed in part names, so no other part can
+// have that path). Readers follow the paths bundle.json lists.
+std::string part_file_path(std::string_view part_name, FileRole role, unsigned generation = 0);
+// Whether `path` is part_file_path(name, role, g) (or, with a target,
+// part_target_program_path(name, target, g)) for some generation g.
+bool is_part_file_path(std::string_view path, std::string_view part_name, FileRole role,
+                       const std::optional<std::string>& target = std::nullopt);
 
 // Keys of a test case file (testcases/<name>.ptd): "<method>.input.<i>" and
 // "<method>.output.<i>", each a named tensor with its layout (dtype, sizes,
@@ -50,7 +58,7 @@ struct ManifestFile {
 // "<target>/<name>.pte": the program of a part for one GPU target. A folder
 // per target, because a part name may contain '.' and "<name>.<target>.pte"
 // could be another part's program.
-std::string part_target_program_path(std::string_view part_name, std::string_view target);
+std::string part_target_program_path(std::string_view part_name, std::string_view target, unsigned generation = 0);
 // "sm_<digits>" with an optional "a" or "f", or "compute_<digits>".
 bool is_gpu_target_name(std::string_view target);
 
@@ -133,15 +141,34 @@ struct Manifest {
 
 using Json = nlohmann::ordered_json;
 
+// Bounds on what is parsed: bundle.json lists files, not data, so 64 MiB is
+// far beyond any real one, and no valid manifest nests deeper than 8.
+inline constexpr uint64_t kMaxManifestBytes = 64ull << 20;
+inline constexpr size_t kMaxJsonDepth = 64;
+
+// JSON text parsed only when it is at most `max_depth` arrays/objects deep
+// (checked by a scan before the parser builds anything, so 100,000 nested
+// brackets cost one pass and no recursion); errors name `name`.
+Result<Json> parse_json_bounded(std::string_view text, const std::string& name, size_t max_depth = kMaxJsonDepth);
+
 Json manifest_to_json(const Manifest& manifest);
 // `name` prefixes errors ("bundle/bundle.json").
 Result<Manifest> manifest_from_json(const Json& json, const std::string& name);
+// The top level without reading the parts (which must be an array): for
+// verify, which reads each part on its own so that one bad entry does not
+// hide the others.
+Result<Manifest> manifest_header_from_json(const Json& json, const std::string& name);
+// One entry of "parts"; `at` is its JSON path ("parts[3]").
+Result<ManifestPart> manifest_part_from_json(const Json& part, const std::string& name, const std::string& at);
 Result<Manifest> parse_manifest(std::string_view text, const std::string& name);
 
-// <bundle_dir>/bundle.json.
+class BundleDir;
+// <bundle_dir>/bundle.json, opened with no symlink followed.
 Result<Manifest> read_manifest(const std::string& bundle_dir);
+Result<Manifest> read_manifest(const BundleDir& dir);
 // Atomically (temporary file + rename), so a reader sees the old or the new manifest.
 Status write_manifest(const std::string& bundle_dir, const Manifest& manifest);
+Status write_manifest(const BundleDir& dir, const Manifest& manifest);
 
 std::string utc_now_iso8601();
 

@@ -86,6 +86,11 @@ class Pt2Package {
   const Pt2Entry* find_entry(std::string_view name) const;
   const Pt2Model* find_model(std::string_view name) const;
 
+  // Every read below goes through one streaming function that checks, in
+  // chunks of 1 MiB, that the entry inflates to exactly its declared size (and
+  // no more than max_bytes) and that its CRC-32 matches: every command sees
+  // the same verdict on a damaged package.
+
   // The whole entry in memory; fails if it is, or inflates to, more than
   // max_bytes, or if its CRC does not match.
   Result<std::vector<uint8_t>> read_entry(std::string_view name, uint64_t max_bytes) const;
@@ -94,6 +99,13 @@ class Pt2Package {
   Status extract_entry(std::string_view name, AtomicOutput& out, uint64_t max_bytes) const;
   // extract_entry into a new file at `output_path` (chosen by the caller).
   Status extract_entry_to(std::string_view name, const std::string& output_path, uint64_t max_bytes) const;
+  // Reads the entry through (size and CRC checked) with memory independent
+  // of its size; returns its SHA-256 in lowercase hex.
+  Result<std::string> sha256_entry(std::string_view name, uint64_t max_bytes) const;
+  // The entry inflated into an unnamed temporary file (O_TMPFILE in $TMPDIR)
+  // and mapped: for scanners that need random access, without holding the
+  // inflated bytes in anonymous memory.
+  Result<MappedFile> extract_entry_mapped(std::string_view name, uint64_t max_bytes) const;
 
  private:
   struct Archive;
@@ -109,5 +121,20 @@ class Pt2Package {
   std::vector<std::string> external_weights_;
   std::unique_ptr<Archive> archive_;
 };
+
+// What `ptbundle export` requires of an AOTInductor model and `verify`
+// checks the same way: the layout ExecuTorch's CUDA backend compiles (kernels
+// embedded in the library, weights in a *_weights.blob), device "cuda", the
+// library and the blob inflating to their declared sizes with matching
+// CRC-32s, and a blob at least as large as the constants the model's
+// wrapper source declares (when the package holds it). `compile_hint` is
+// appended to layout errors. Without `read_through` the entries are not read
+// here: export reads them as it copies them, through the same checks.
+Status check_cuda_package_model(const Pt2Package& package, const Pt2Model& model, const std::string& compile_hint,
+                                bool read_through);
+// The weights blob the model needs: the sum of the data_size of the
+// constants its *.wrapper.cpp declares (folded constants excluded); nullopt
+// when the package has no wrapper source.
+Result<std::optional<uint64_t>> pt2_needed_weights_bytes(const Pt2Package& package, const Pt2Model& model);
 
 }  // namespace ptb

@@ -44,6 +44,8 @@ struct PteNamedData {
 class PteFile {
  public:
   static Result<PteFile> open(const std::string& path);
+  // A file inside a bundle folder, opened with no symlink followed.
+  static Result<PteFile> open_in(const BundleDir& dir, const std::string& relative);
   // A program held inside another file (a .bpte's program field). `owner`
   // keeps the bytes alive; `name` is what errors call it.
   static Result<PteFile> parse(std::shared_ptr<const MappedFile> owner, Bytes data, std::string name);

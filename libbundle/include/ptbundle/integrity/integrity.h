@@ -28,8 +28,10 @@
 
 namespace ptb {
 
-enum class CheckStatus { Pass, Fail, Skip };
-const char* check_status_name(CheckStatus status);  // "pass", "fail", "skip"
+// Warn: worth a look but not a failure (verify still exits 0), e.g. files an
+// interrupted write left behind.
+enum class CheckStatus { Pass, Fail, Skip, Warn };
+const char* check_status_name(CheckStatus status);  // "pass", "fail", "skip", "warn"
 
 // The names of the checks, as `verify --json` reports them.
 namespace checks {
@@ -50,6 +52,7 @@ inline constexpr const char* kPackageLayout = "package_layout"; // a .pt2 compil
 inline constexpr const char* kKernelTargets = "kernel_targets"; // manifest's kernel targets = the libraries'
 inline constexpr const char* kGpu = "gpu";                      // each CUDA part can run on the GPU
 inline constexpr const char* kTestcase = "testcase";            // recorded test cases reproduce
+inline constexpr const char* kLeftover = "leftover";            // temporary files of an interrupted write
 }  // namespace checks
 
 struct CheckOutcome {
@@ -67,6 +70,7 @@ class CheckList {
   void pass(std::string check, std::string subject, std::string message);
   void fail(std::string check, std::string subject, std::string message);
   void skip(std::string check, std::string subject, std::string message);
+  void warn(std::string check, std::string subject, std::string message);
 
   const std::vector<CheckOutcome>& outcomes() const { return outcomes_; }
   size_t count(CheckStatus status) const;

@@ -1,0 +1,152 @@
+// Temporary files removed when SIGINT, SIGTERM or SIGHUP stops the process.
+// The handler may run at any instruction of any thread, so it touches only a
+// fixed table (no allocation, no locks) and calls only async-signal-safe
+// functions (open, getdents64, unlinkat, rmdir, close, signal, raise).
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "ptbundle/base/file.h"
+
+namespace ptb {
+namespace {
+
+constexpr int kSlots = 256;
+constexpr size_t kPathBytes = PATH_MAX;
+
+enum : int { kFree = 0, kFilling = 1, kReady = 2 };
+
+struct Slot {
+  std::atomic<int> state{kFree};
+  bool folder = false;
+  char path[kPathBytes];
+};
+
+Slot slots[kSlots];
+std::atomic<bool> installed{false};
+
+size_t text_length(const char* text) {
+  size_t n = 0;
+  while (text[n]) ++n;
+  return n;
+}
+
+// Removes what is in `path` (folders `depth` levels deep), then the folder.
+// Entries are removed while the folder is read, so it is read again until a
+// pass removes nothing.
+void remove_tree(const char* path, int depth) {
+  int fd = ::open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  alignas(8) char buffer[4096];
+  for (int pass = 0; pass < 64; ++pass) {
+    bool removed = false;
+    ::lseek(fd, 0, SEEK_SET);
+    for (;;) {
+      long n = ::syscall(SYS_getdents64, fd, buffer, sizeof buffer);
+      if (n <= 0) break;
+      for (long at = 0; at < n;) {
+        struct Entry {
+          uint64_t inode;
+          int64_t offset;
+          unsigned short length;
+          unsigned char type;
+          char name[1];
+        };
+        const auto* entry = reinterpret_cast<const Entry*>(buffer + at);
+        at += entry->length;
+        const char* name = entry->name;
+        if ((name[0] == '.' && name[1] == 0) || (name[0] == '.' && name[1] == '.' && name[2] == 0)) continue;
+        if (entry->type == DT_DIR) {
+          if (depth <= 0) continue;
+          char child[kPathBytes];
+          size_t a = text_length(path), b = text_length(name);
+          if (a + 1 + b + 1 > sizeof child) continue;
+          std::memcpy(child, path, a);
+          child[a] = '/';
+          std::memcpy(child + a + 1, name, b + 1);
+          remove_tree(child, depth - 1);
+          removed = true;
+        } else if (::unlinkat(fd, name, 0) == 0) {
+          removed = true;
+        }
+      }
+    }
+    if (!removed) break;
+  }
+  ::close(fd);
+  ::rmdir(path);
+}
+
+void on_signal(int signal_number) {
+  int saved = errno;
+  for (Slot& slot : slots) {
+    if (slot.state.load(std::memory_order_acquire) != kReady) continue;
+    if (slot.folder) remove_tree(slot.path, 2);
+    else ::unlink(slot.path);
+  }
+  errno = saved;
+  // SA_RESETHAND restored the default action; the signal is delivered again
+  // when the handler returns, so the exit status says what stopped us.
+  ::raise(signal_number);
+}
+
+void install() {
+  bool expected = false;
+  if (!installed.compare_exchange_strong(expected, true)) return;
+  for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    if (::sigaction(signal_number, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;  // keep SIG_IGN (nohup)
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    ::sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND;
+    ::sigaction(signal_number, &action, nullptr);
+  }
+}
+
+}  // namespace
+
+int register_temp_path(const std::string& path, bool folder) {
+  install();
+  std::string absolute = path;
+  if (absolute.empty() || absolute.front() != '/') {
+    char cwd[kPathBytes];
+    if (!::getcwd(cwd, sizeof cwd)) return -1;
+    absolute = std::string(cwd) + "/" + path;
+  }
+  if (absolute.size() + 1 > kPathBytes) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    int expected = kFree;
+    if (!slots[i].state.compare_exchange_strong(expected, kFilling)) continue;
+    std::memcpy(slots[i].path, absolute.c_str(), absolute.size() + 1);
+    slots[i].folder = folder;
+    slots[i].state.store(kReady, std::memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
+void unregister_temp_path(int slot) {
+  if (slot < 0 || slot >= kSlots) return;
+  slots[slot].state.store(kFree, std::memory_order_release);
+}
+
+void test_kill_point(const std::string& step) {
+  const char* wanted = std::getenv("PTB_TEST_KILL_AT");
+  if (!wanted || step != wanted) return;
+  // PTB_TEST_KILL_SIGNAL=INT or TERM: a user's Ctrl-C or a service stop instead.
+  const char* signal_name = std::getenv("PTB_TEST_KILL_SIGNAL");
+  int signal_number = SIGKILL;
+  if (signal_name && std::strcmp(signal_name, "INT") == 0) signal_number = SIGINT;
+  if (signal_name && std::strcmp(signal_name, "TERM") == 0) signal_number = SIGTERM;
+  ::raise(signal_number);
+}
+
+}  // namespace ptb

@@ -1,0 +1,89 @@
+// A change to a bundle folder as one transaction, so that two writers never
+// lose each other's parts and an interruption never breaks the bundle:
+//  - an advisory lock (flock on <bundle>/.ptbundle.lock): a second writer
+//    waits for the first (up to a bounded time) and then reads the manifest
+//    the first one wrote;
+//  - new files under names the old manifest does not use (part_file_path's
+//    generations), written as temporary files;
+//  - a journal (.ptbundle.pending) naming every file about to be placed or
+//    superseded, written before the first rename;
+//  - the renames, then bundle.json renamed last: the commit point;
+//  - the superseded files removed, then the journal.
+// Killed anywhere, the folder holds the old bundle (or the new one) plus
+// files the journal names and temporaries (".<name>.XXXXXX.tmp"): verify
+// warns about them and the next writer, holding the lock, removes them.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ptbundle/base/file.h"
+#include "ptbundle/base/result.h"
+#include "ptbundle/bundle/manifest.h"
+
+namespace ptb {
+
+inline constexpr const char* kLockFileName = ".ptbundle.lock";
+inline constexpr const char* kJournalFileName = ".ptbundle.pending";
+
+// How long a writer waits for another one: $PTB_LOCK_WAIT seconds, else 300.
+std::chrono::seconds bundle_lock_wait();
+
+// What an interrupted writer left in a bundle folder (paths relative to it).
+struct BundleLeftovers {
+  std::vector<std::string> temporary;  // ".<name>.XXXXXX.tmp" files
+  std::vector<std::string> pending;    // named by the journal and not by bundle.json
+  bool journal = false;
+};
+// `manifest`: the bundle.json now in the folder, if it reads.
+BundleLeftovers find_leftovers(const BundleDir& dir, const Manifest* manifest);
+
+// Whether `name` has the form of an AtomicOutput temporary file.
+bool is_temporary_name(const std::string& name);
+
+class BundleTransaction {
+ public:
+  // Opens the folder (creating it when `create`), takes the lock (waiting up
+  // to `wait`), and removes what an interrupted writer left.
+  static Result<BundleTransaction> begin(const std::string& bundle_dir, bool create, std::chrono::seconds wait);
+
+  BundleTransaction() = default;
+  BundleTransaction(BundleTransaction&&) noexcept;
+  BundleTransaction& operator=(BundleTransaction&&) noexcept;
+  ~BundleTransaction();
+
+  const BundleDir& dir() const { return dir_; }
+  bool created() const { return created_; }  // the folder did not exist before
+  // The manifest read under the lock; nullopt when the folder has none.
+  const std::optional<Manifest>& manifest() const { return manifest_; }
+  // Removes the lock file and the folder when this transaction created the
+  // folder and leaves it empty (a failed first export).
+  void remove_if_unused();
+
+  struct Placement {
+    std::string path;  // relative to the folder, where the output is renamed to
+    AtomicOutput* output = nullptr;
+  };
+  // Places the outputs (each renamed into place), writes `manifest` as
+  // bundle.json, then removes `superseded` (paths relative to the folder)
+  // unless the new manifest lists them. Test kill points (test_kill_point):
+  // "journal", "rename-1".."rename-N", "manifest", "cleanup".
+  Status commit(const std::vector<Placement>& outputs, const Manifest& manifest,
+                const std::vector<std::string>& superseded);
+
+ private:
+  BundleDir dir_;
+  int lock_fd_ = -1;
+  bool created_ = false;
+  std::optional<Manifest> manifest_;
+};
+
+// Merge's staging folders ".<OUT>.merge-XXXXXX" beside OUT: each is locked
+// (flock on the folder) while its merge runs; those no process holds are
+// leftovers of a killed merge.
+std::vector<std::string> find_stale_staging(const std::string& output_dir);
+void remove_stale_staging(const std::string& output_dir);
+
+}  // namespace ptb

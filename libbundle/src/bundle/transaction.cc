@@ -1,0 +1,262 @@
+#include "ptbundle/bundle/transaction.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+namespace ptb {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kJournalHeader = "ptbundle pending 1";
+constexpr uint64_t kMaxJournalBytes = 4 << 20;
+
+std::set<std::string> listed_paths(const Manifest* manifest) {
+  std::set<std::string> out;
+  if (!manifest) return out;
+  for (const auto& part : manifest->parts)
+    for (const auto& file : part.files) out.insert(file.path);
+  return out;
+}
+
+// Journal lines are paths the writer chose, but the file may have been
+// edited: only plain relative paths of .pte/.ptd files are ever removed.
+bool removable_path(const std::string& path) {
+  if (path.empty() || path.front() == '/' || path.size() > 1024) return false;
+  if (!path.ends_with(".pte") && !path.ends_with(".ptd")) return false;
+  size_t start = 0;
+  for (;;) {
+    size_t slash = path.find('/', start);
+    std::string name = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (name.empty() || name == "." || name == ".." || name.front() == '.') return false;
+    if (slash == std::string::npos) return true;
+    start = slash + 1;
+  }
+}
+
+std::vector<std::string> journal_paths(const BundleDir& dir) {
+  std::vector<std::string> out;
+  auto file = MappedFile::open_in(dir, kJournalFileName);
+  if (!file.ok() || file->size() > kMaxJournalBytes) return out;
+  std::string text(reinterpret_cast<const char*>(file->bytes().data()), file->size());
+  size_t start = 0;
+  bool header = true;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    start = end == std::string::npos ? text.size() : end + 1;
+    if (header) {
+      if (line != kJournalHeader) return {};
+      header = false;
+      continue;
+    }
+    if (removable_path(line)) out.push_back(line);
+  }
+  return out;
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+}  // namespace
+
+std::chrono::seconds bundle_lock_wait() {
+  if (const char* text = std::getenv("PTB_LOCK_WAIT")) {
+    char* end = nullptr;
+    long seconds = std::strtol(text, &end, 10);
+    if (end != text && *end == 0 && seconds >= 0 && seconds <= 86400) return std::chrono::seconds(seconds);
+  }
+  return std::chrono::seconds(300);
+}
+
+bool is_temporary_name(const std::string& name) {
+  // ".<name>.XXXXXX.tmp"
+  if (name.size() < 13 || name.front() != '.' || !name.ends_with(".tmp")) return false;
+  return name[name.size() - 11] == '.';
+}
+
+BundleLeftovers find_leftovers(const BundleDir& dir, const Manifest* manifest) {
+  BundleLeftovers out;
+  std::vector<std::string> folders{""};
+  if (auto names = dir.list(""); names.ok()) {
+    for (const auto& name : *names) {
+      auto kind = dir.kind(name);
+      if (!kind.ok()) continue;
+      if (*kind == BundleDir::Kind::Folder && (name == kTestcaseFolder || is_gpu_target_name(name))) folders.push_back(name);
+    }
+  }
+  for (const auto& folder : folders) {
+    auto names = dir.list(folder);
+    if (!names.ok()) continue;
+    for (const auto& name : *names) {
+      std::string relative = folder.empty() ? name : folder + "/" + name;
+      if (is_temporary_name(name) && dir.kind(relative).value_or(BundleDir::Kind::Missing) == BundleDir::Kind::File)
+        out.temporary.push_back(relative);
+    }
+  }
+  if (dir.kind(kJournalFileName).value_or(BundleDir::Kind::Missing) == BundleDir::Kind::File) {
+    out.journal = true;
+    const auto listed = listed_paths(manifest);
+    for (const auto& path : journal_paths(dir)) {
+      if (listed.count(path)) continue;
+      if (dir.kind(path).value_or(BundleDir::Kind::Missing) == BundleDir::Kind::Missing) continue;
+      out.pending.push_back(path);
+    }
+  }
+  return out;
+}
+
+Result<BundleTransaction> BundleTransaction::begin(const std::string& bundle_dir, bool create, std::chrono::seconds wait) {
+  BundleTransaction t;
+  std::error_code ec;
+  t.created_ = create && !fs::exists(bundle_dir, ec);
+  if (create) {
+    PTB_TRY(t.dir_, BundleDir::open_or_create(bundle_dir));
+  } else {
+    PTB_TRY(t.dir_, BundleDir::open(bundle_dir));
+  }
+  const std::string lock_path = t.dir_.display(kLockFileName);
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    int fd = ::openat(t.dir_.fd(), kLockFileName, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      if (errno == ELOOP) return invalid(lock_path + ": is a symbolic link; a bundle holds only regular files and folders");
+      return io_error(lock_path + ": cannot open the bundle's lock file: " + errno_text());
+    }
+    struct stat held {};
+    if (::fstat(fd, &held) != 0 || !S_ISREG(held.st_mode)) {
+      ::close(fd);
+      return invalid(lock_path + ": is not a regular file; expected the bundle's lock file");
+    }
+    while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK && errno != EINTR) {
+        ::close(fd);
+        return io_error(lock_path + ": cannot lock: " + errno_text());
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        ::close(fd);
+        return io_error(t.dir_.path() + ": another ptbundle process is changing this bundle (it holds " + lock_path +
+                        "); waited " + std::to_string(wait.count()) +
+                        " s (PTB_LOCK_WAIT); try again when it has finished");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    // A writer that created the folder and failed removes the lock file:
+    // the lock is only ours if the name still leads to the file we locked.
+    struct stat named {};
+    if (::fstatat(t.dir_.fd(), kLockFileName, &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_ino == held.st_ino &&
+        named.st_dev == held.st_dev) {
+      t.lock_fd_ = fd;
+      break;
+    }
+    ::close(fd);
+  }
+
+  PTB_TRY(auto kind, t.dir_.kind(kManifestFileName));
+  if (kind != BundleDir::Kind::Missing) {
+    PTB_TRY(t.manifest_, read_manifest(t.dir_));
+  }
+  // Holding the lock, no other writer is running: whatever it left is ours to remove.
+  BundleLeftovers left = find_leftovers(t.dir_, t.manifest_ ? &*t.manifest_ : nullptr);
+  for (const auto& path : left.temporary) PTB_CHECK(t.dir_.remove_file(path));
+  for (const auto& path : left.pending) PTB_CHECK(t.dir_.remove_file(path));
+  if (left.journal) PTB_CHECK(t.dir_.remove_file(kJournalFileName));
+  return t;
+}
+
+BundleTransaction::BundleTransaction(BundleTransaction&& other) noexcept { *this = std::move(other); }
+
+BundleTransaction& BundleTransaction::operator=(BundleTransaction&& other) noexcept {
+  if (this != &other) {
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+    dir_ = std::move(other.dir_);
+    lock_fd_ = std::exchange(other.lock_fd_, -1);
+    created_ = other.created_;
+    manifest_ = std::move(other.manifest_);
+  }
+  return *this;
+}
+
+BundleTransaction::~BundleTransaction() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+}
+
+void BundleTransaction::remove_if_unused() {
+  if (!created_ || lock_fd_ < 0) return;
+  auto names = dir_.list("");
+  if (!names.ok()) return;
+  for (const auto& name : *names) {
+    if (name != kLockFileName && name != kTestcaseFolder) return;
+  }
+  ::unlinkat(dir_.fd(), kTestcaseFolder, AT_REMOVEDIR);  // only when empty
+  ::unlinkat(dir_.fd(), kLockFileName, 0);
+  ::rmdir(dir_.path().c_str());
+}
+
+Status BundleTransaction::commit(const std::vector<Placement>& outputs, const Manifest& manifest,
+                                 const std::vector<std::string>& superseded) {
+  const auto listed = listed_paths(&manifest);
+  std::vector<std::string> removed;
+  for (const auto& path : superseded)
+    if (!listed.count(path)) removed.push_back(path);
+
+  test_kill_point("journal");
+  std::string journal = std::string(kJournalHeader) + "\n";
+  for (const auto& placement : outputs) journal += placement.path + "\n";
+  for (const auto& path : removed) journal += path + "\n";
+  {
+    PTB_TRY(auto out, AtomicOutput::create_in(dir_, kJournalFileName));
+    PTB_CHECK(out.write(Bytes(reinterpret_cast<const uint8_t*>(journal.data()), journal.size())));
+    PTB_CHECK(out.commit());
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    test_kill_point("rename-" + std::to_string(i + 1));
+    PTB_CHECK(outputs[i].output->commit());
+  }
+  test_kill_point("manifest");
+  PTB_CHECK(write_manifest(dir_, manifest));
+  manifest_ = manifest;
+  test_kill_point("cleanup");
+  for (const auto& path : removed) PTB_CHECK(dir_.remove_file(path));
+  return dir_.remove_file(kJournalFileName);
+}
+
+std::vector<std::string> find_stale_staging(const std::string& output_dir) {
+  std::vector<std::string> out;
+  fs::path output = fs::path(output_dir).lexically_normal();
+  if (output.filename().empty()) output = output.parent_path();
+  fs::path parent = output.parent_path().empty() ? fs::path(".") : output.parent_path();
+  const std::string prefix = "." + output.filename().string() + ".merge-";
+  std::error_code ec;
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    int fd = ::open(it->path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) out.push_back(it->path().string());
+    ::close(fd);
+  }
+  return out;
+}
+
+void remove_stale_staging(const std::string& output_dir) {
+  for (const auto& path : find_stale_staging(output_dir)) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      std::error_code ec;
+      fs::remove_all(path, ec);  // never follows a symlink inside
+    }
+    ::close(fd);
+  }
+}
+
+}  // namespace ptb

@@ -1,0 +1,531 @@
+// Hostile inputs, hostile file systems and interruptions (issue 11): nothing
+// crashes, hangs, escapes the bundle folder, or loses a part. The CLI runs as
+// a child with a time limit (a hang is a failure, not a stuck test) and its
+// peak memory is read from wait4's rusage.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zip.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "ptbundle/bundle/manifest.h"
+#include "ptbundle/bundle/transaction.h"
+#include "ptbundle/formats/npy.h"
+#include "ptbundle/base/file.h"
+#include "ptbundle/base/sha256.h"
+#include "support.h"
+
+using namespace ptb;
+using ptb::test::fixture;
+using ptb::test::quote;
+using ptb::test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Child {
+  int exit_code = -1;   // 128 + signal when killed
+  bool timed_out = false;
+  long peak_rss_kib = 0;
+  std::string out, err;
+};
+
+class Running {
+ public:
+  // Starts the ptbundle binary with `args`; `env` is added to the environment.
+  Running(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+    out_ = scratch_ / "stdout";
+    err_ = scratch_ / "stderr";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int out = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int err = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int in = ::open("/dev/null", O_RDONLY);
+      ::dup2(out, 1);
+      ::dup2(err, 2);
+      ::dup2(in, 0);
+      for (const auto& [key, value] : env) ::setenv(key.c_str(), value.c_str(), 1);
+      std::vector<char*> argv;
+      std::string program = PTB_CLI_PATH;
+      argv.push_back(program.data());
+      std::vector<std::string> copy = args;
+      for (auto& arg : copy) argv.push_back(arg.data());
+      argv.push_back(nullptr);
+      ::execv(program.c_str(), argv.data());
+      ::_exit(127);
+    }
+  }
+  pid_t pid() const { return pid_; }
+
+  Child wait(int timeout_seconds = 60) {
+    Child child;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+    int status = 0;
+    rusage usage{};
+    for (;;) {
+      pid_t done = ::wait4(pid_, &status, WNOHANG, &usage);
+      if (done == pid_) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        child.timed_out = true;
+        ::kill(pid_, SIGKILL);
+        ::wait4(pid_, &status, 0, &usage);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    child.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    child.peak_rss_kib = usage.ru_maxrss;
+    child.out = ptb::test::read_text(out_);
+    child.err = ptb::test::read_text(err_);
+    return child;
+  }
+
+ private:
+  TempDir scratch_;
+  fs::path out_, err_;
+  pid_t pid_ = -1;
+};
+
+Child run(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}, int timeout = 60) {
+  return Running(args, env).wait(timeout);
+}
+
+bool mentions(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+std::vector<std::string> export_args(const fs::path& bundle, const std::string& part, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args{"export", "-o", bundle.string(), "--part", part + "=" + fixture("cuda/sm80/model.pte").string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    names.push_back(fs::relative(it->path(), dir).string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool any_temporary(const fs::path& dir) {
+  for (const auto& name : names_in(dir))
+    if (is_temporary_name(fs::path(name).filename().string())) return true;
+  return false;
+}
+
+// A zip written with libzip from entries given as (name, bytes or a count of
+// zeros); `stored` entries are not compressed (so their bytes can be damaged).
+struct ZipEntry {
+  std::string name;
+  std::string bytes;
+  uint64_t zeros = 0;  // instead of bytes: this many zero bytes, generated while written
+  bool stored = false;
+};
+
+struct ZeroSource {
+  uint64_t size = 0;
+  uint64_t at = 0;
+};
+
+zip_int64_t zero_callback(void* state, void* data, zip_uint64_t length, zip_source_cmd_t cmd) {
+  auto* source = static_cast<ZeroSource*>(state);
+  switch (cmd) {
+    case ZIP_SOURCE_OPEN: source->at = 0; return 0;
+    case ZIP_SOURCE_READ: {
+      uint64_t n = std::min<uint64_t>(length, source->size - source->at);
+      std::memset(data, 0, n);
+      source->at += n;
+      return static_cast<zip_int64_t>(n);
+    }
+    case ZIP_SOURCE_CLOSE: return 0;
+    case ZIP_SOURCE_STAT: {
+      auto* st = static_cast<zip_stat_t*>(data);
+      zip_stat_init(st);
+      st->size = source->size;
+      st->valid |= ZIP_STAT_SIZE;
+      return sizeof(zip_stat_t);
+    }
+    case ZIP_SOURCE_ERROR: return 0;
+    case ZIP_SOURCE_FREE: delete source; return 0;
+    case ZIP_SOURCE_SUPPORTS:
+      return zip_source_make_command_bitmap(ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE, ZIP_SOURCE_STAT,
+                                            ZIP_SOURCE_ERROR, ZIP_SOURCE_FREE, -1);
+    default: return -1;
+  }
+}
+
+void write_zip(const fs::path& path, const std::vector<ZipEntry>& entries) {
+  int error = 0;
+  zip_t* zip = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &error);
+  REQUIRE(zip);
+  for (const auto& entry : entries) {
+    zip_source_t* source = nullptr;
+    if (entry.zeros) {
+      source = zip_source_function(zip, zero_callback, new ZeroSource{entry.zeros, 0});
+    } else {
+      char* copy = static_cast<char*>(std::malloc(entry.bytes.size() + 1));
+      std::memcpy(copy, entry.bytes.data(), entry.bytes.size());
+      source = zip_source_buffer(zip, copy, entry.bytes.size(), 1);
+    }
+    REQUIRE(source);
+    zip_int64_t index = zip_file_add(zip, entry.name.c_str(), source, ZIP_FL_ENC_UTF_8);
+    REQUIRE(index >= 0);
+    zip_set_file_compression(zip, static_cast<zip_uint64_t>(index), entry.stored ? ZIP_CM_STORE : ZIP_CM_DEFLATE, 1);
+  }
+  REQUIRE(zip_close(zip) == 0);
+}
+
+// The entries of the real mlp_et.pt2, with `change` applied.
+std::vector<ZipEntry> mlp_entries() {
+  std::vector<ZipEntry> out;
+  int error = 0;
+  zip_t* zip = zip_open(fixture("aoti/mlp_et.pt2").c_str(), ZIP_RDONLY, &error);
+  REQUIRE(zip);
+  for (zip_int64_t i = 0; i < zip_get_num_entries(zip, 0); ++i) {
+    zip_stat_t st;
+    zip_stat_index(zip, static_cast<zip_uint64_t>(i), 0, &st);
+    std::string bytes(st.size, '\0');
+    zip_file_t* file = zip_fopen_index(zip, static_cast<zip_uint64_t>(i), 0);
+    REQUIRE(zip_fread(file, bytes.data(), st.size) == static_cast<zip_int64_t>(st.size));
+    zip_fclose(file);
+    out.push_back({st.name, std::move(bytes)});
+  }
+  zip_discard(zip);
+  return out;
+}
+
+ZipEntry* entry_ending(std::vector<ZipEntry>& entries, const std::string& suffix) {
+  for (auto& entry : entries)
+    if (entry.name.ends_with(suffix)) return &entry;
+  FAIL("no entry ending " << suffix);
+  return nullptr;
+}
+
+std::vector<std::string> mlp_export_args(const fs::path& bundle, const fs::path& package) {
+  return {"export", "-o", bundle.string(), "--part", "mlp=" + package.string(), "--example",
+          "mlp=" + fixture("aoti/mlp_et.in0.npy").string() + ":" + fixture("aoti/mlp_et.out0.npy").string()};
+}
+
+}  // namespace
+
+TEST_CASE("hostile: a manifest nested 100,000 levels is refused with a clear error, no crash") {
+  TempDir dir;
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto parsed = parse_manifest(deep, "bundle.json");
+  REQUIRE_FALSE(parsed.ok());
+  CHECK(mentions(parsed.error().message, "nested more than 64 levels"));
+
+  for (const std::string& text : {deep, R"({"format":"ptbundle","parts":)" + deep + "}"}) {
+    auto bundle = dir / "deep";
+    fs::create_directories(bundle);
+    std::ofstream(bundle / "bundle.json") << text;
+    for (const char* command : {"verify", "inspect"}) {
+      auto child = run({command, bundle.string(), "--gpu", "none"}, {}, 30);
+      if (std::string(command) == "inspect") child = run({command, bundle.string()}, {}, 30);
+      CHECK_FALSE(child.timed_out);
+      CHECK_MESSAGE(child.exit_code == 1, command << ": " << child.err << child.out);
+      CHECK(mentions(child.err + child.out, "nested more than 64 levels"));
+    }
+  }
+}
+
+TEST_CASE("hostile: a 50 MB string in bundle.json is cut in the message") {
+  TempDir dir;
+  auto bundle = dir / "long";
+  fs::create_directories(bundle);
+  std::ofstream(bundle / "bundle.json") << R"({"format":")" << std::string(50 << 20, 'x') << R"(","parts":[]})";
+  auto child = run({"verify", bundle.string(), "--gpu", "none"}, {}, 60);
+  CHECK(child.exit_code == 1);
+  CHECK(mentions(child.out + child.err, "... (52428800 bytes)"));
+  CHECK(child.out.size() + child.err.size() < 20000);
+}
+
+TEST_CASE("hostile: verify is linear in the number of parts (1,000 parts)") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto bundle = dir / "many";
+  fs::create_directories(bundle);
+  auto program = fixture("executorch/add.pte");
+  auto mapped = MappedFile::open(program.string());
+  REQUIRE(mapped.ok());
+  const std::string digest = sha256_mapped_range(*mapped, 0, mapped->size());
+  Manifest manifest;
+  manifest.ptbundle_version = "test";
+  manifest.created = utc_now_iso8601();
+  for (int i = 0; i < 1000; ++i) {
+    std::string name = "p" + std::to_string(i);
+    fs::copy_file(program, bundle / (name + ".pte"));
+    ManifestPart part;
+    part.name = name;
+    part.source.kind = "executorch";
+    part.files.push_back({FileRole::Program, name + ".pte", mapped->size(), digest});
+    manifest.parts.push_back(std::move(part));
+  }
+  REQUIRE(write_manifest(bundle.string(), manifest).ok());
+  auto start = std::chrono::steady_clock::now();
+  auto child = run({"verify", bundle.string(), "--gpu", "none"}, {}, 120);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  MESSAGE("[hostile] verify of 1,000 parts: " << seconds << " s, peak RSS " << child.peak_rss_kib / 1024 << " MiB");
+  CHECK_MESSAGE(child.exit_code == 0, child.out.substr(0, 2000));
+  CHECK(seconds < 10);
+}
+
+TEST_CASE("hostile: a zip bomb is streamed with bounded memory") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto entries = mlp_entries();
+  // The library inflates to 1 GiB of zeros from about a megabyte.
+  ZipEntry* library = entry_ending(entries, ".wrapper.so");
+  library->bytes.clear();
+  library->zeros = 1ull << 30;
+  auto bomb = dir / "bomb.pt2";
+  write_zip(bomb, entries);
+  MESSAGE("[hostile] zip bomb: " << fs::file_size(bomb) << " bytes inflating past 1 GiB");
+
+  auto inspect = run({"inspect", "--sha256", bomb.string()}, {}, 300);
+  MESSAGE("[hostile] inspect --sha256 of the bomb: exit " << inspect.exit_code << ", peak RSS " << inspect.peak_rss_kib / 1024 << " MiB");
+  CHECK_FALSE(inspect.timed_out);
+  CHECK(inspect.exit_code < 128);
+  CHECK(inspect.peak_rss_kib < 256 * 1024);
+
+  auto verify = run({"verify", bomb.string(), "--gpu", "none"}, {}, 300);
+  MESSAGE("[hostile] verify of the bomb: exit " << verify.exit_code << ", peak RSS " << verify.peak_rss_kib / 1024 << " MiB");
+  CHECK_FALSE(verify.timed_out);
+  CHECK(verify.exit_code < 128);
+  CHECK(verify.peak_rss_kib < 256 * 1024);
+}
+
+TEST_CASE("hostile: verify refuses a .pt2 that export refuses (CRC, truncated weights)") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  {
+    // A stored library with one byte flipped: its CRC-32 no longer matches.
+    auto entries = mlp_entries();
+    entry_ending(entries, ".wrapper.so")->stored = true;
+    auto package = dir / "crc.pt2";
+    write_zip(package, entries);
+    std::string bytes = ptb::test::read_text(package);
+    auto at = bytes.find("\x7f" "ELF");
+    REQUIRE(at != std::string::npos);
+    bytes[at + 100000] ^= 0x5a;
+    std::ofstream(package, std::ios::binary) << bytes;
+    auto exported = run(mlp_export_args(dir / "b1", package));
+    CHECK(exported.exit_code == 1);
+    CHECK(mentions(exported.err, "CRC-32"));
+    auto verified = run({"verify", package.string(), "--gpu", "none"});
+    CHECK(verified.exit_code == 1);
+    CHECK(mentions(verified.out, "CRC-32"));
+  }
+  for (size_t keep : {size_t{0}, size_t{100}}) {
+    auto entries = mlp_entries();
+    ZipEntry* blob = entry_ending(entries, "_weights.blob");
+    blob->bytes.resize(keep);
+    auto package = dir / ("short" + std::to_string(keep) + ".pt2");
+    write_zip(package, entries);
+    auto exported = run(mlp_export_args(dir / ("b" + std::to_string(keep)), package));
+    CHECK_MESSAGE(exported.exit_code == 1, exported.err);
+    CHECK(mentions(exported.err, keep == 0 ? "is empty" : "truncated"));
+    auto verified = run({"verify", package.string(), "--gpu", "none"});
+    CHECK(verified.exit_code == 1);
+    CHECK(mentions(verified.out, keep == 0 ? "is empty" : "truncated"));
+  }
+}
+
+TEST_CASE("hostile: two exports racing into one bundle keep both parts") {
+  PTB_REQUIRE_FIXTURES();
+  for (int round = 0; round < 3; ++round) {
+    TempDir dir;
+    auto bundle = dir / "bundle";
+    Running a(export_args(bundle, "first"));
+    Running b(export_args(bundle, "second"));
+    auto ra = a.wait();
+    auto rb = b.wait();
+    CHECK_MESSAGE(ra.exit_code == 0, ra.err);
+    CHECK_MESSAGE(rb.exit_code == 0, rb.err);
+    auto manifest = read_manifest(bundle.string());
+    REQUIRE(manifest.ok());
+    CHECK(manifest->find_part("first"));
+    CHECK(manifest->find_part("second"));
+    CHECK(run({"verify", bundle.string(), "--gpu", "none"}).exit_code == 0);
+  }
+  // A writer that cannot get the lock in time says so.
+  TempDir dir;
+  auto bundle = dir / "bundle";
+  REQUIRE(run(export_args(bundle, "first")).exit_code == 0);
+  int fd = ::open((bundle / kLockFileName).c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX) == 0);
+  auto blocked = run(export_args(bundle, "second"), {{"PTB_LOCK_WAIT", "1"}});
+  ::close(fd);
+  CHECK(blocked.exit_code == 3);
+  CHECK(mentions(blocked.err, "another ptbundle process is changing this bundle"));
+}
+
+TEST_CASE("hostile: an export killed at each step leaves the previous bundle verifying, and the next export cleans up") {
+  PTB_REQUIRE_FIXTURES();
+  for (const std::string step : {"journal", "rename-1", "rename-2", "manifest", "cleanup"}) {
+    CAPTURE(step);
+    TempDir dir;
+    auto bundle = dir / "bundle";
+    REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+    auto before = read_manifest(bundle.string());
+    REQUIRE(before.ok());
+    // Replace enc (two files: program and data).
+    std::vector<std::string> args = export_args(bundle, "enc", {"--force"});
+    auto killed = run(args, {{"PTB_TEST_KILL_AT", step}});
+    CHECK(killed.exit_code == 128 + SIGKILL);
+    auto verified = run({"verify", bundle.string(), "--gpu", "none", "--json"});
+    CHECK_MESSAGE(verified.exit_code == 0, verified.out);
+    auto after = read_manifest(bundle.string());
+    REQUIRE(after.ok());
+    if (step != "cleanup") CHECK(manifest_to_json(*after) == manifest_to_json(*before));
+
+    auto next = run(export_args(bundle, "other"));
+    CHECK_MESSAGE(next.exit_code == 0, next.err);
+    CHECK_FALSE(any_temporary(bundle));
+    CHECK_FALSE(fs::exists(bundle / kJournalFileName));
+    auto clean = run({"verify", bundle.string(), "--gpu", "none", "--json"});
+    CHECK(clean.exit_code == 0);
+    CHECK_FALSE(mentions(clean.out, "\"warn\""));
+  }
+}
+
+TEST_CASE("hostile: SIGINT and SIGTERM during an export leave no temporary files") {
+  PTB_REQUIRE_FIXTURES();
+  for (const char* signal_name : {"INT", "TERM"}) {
+    TempDir dir;
+    auto bundle = dir / "bundle";
+    REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+    auto killed = run(mlp_export_args(bundle, fixture("aoti/mlp_et.pt2")),
+                      {{"PTB_TEST_KILL_AT", "rename-2"}, {"PTB_TEST_KILL_SIGNAL", signal_name}});
+    CHECK(killed.exit_code == 128 + (std::string(signal_name) == "INT" ? SIGINT : SIGTERM));
+    CHECK_FALSE(any_temporary(bundle));
+    CHECK(run({"verify", bundle.string(), "--gpu", "none"}).exit_code == 0);
+  }
+}
+
+TEST_CASE("hostile: FIFOs are refused without a hang") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto fifo = dir / "fifo.pte";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  auto npy_fifo = dir / "fifo.npy";
+  REQUIRE(::mkfifo(npy_fifo.c_str(), 0644) == 0);
+  auto pt2_fifo = dir / "fifo.pt2";
+  REQUIRE(::mkfifo(pt2_fifo.c_str(), 0644) == 0);
+
+  auto refused = [&](const std::vector<std::string>& args) {
+    CAPTURE(args[0]);
+    auto child = run(args, {}, 20);
+    CHECK_FALSE(child.timed_out);
+    CHECK(child.exit_code != 0);
+    CHECK(child.exit_code < 128);
+    return child;
+  };
+  auto as_input = refused({"export", "-o", (dir / "b1").string(), "--part", "x=" + fifo.string()});
+  CHECK(mentions(as_input.err, "FIFO"));
+  refused({"export", "-o", (dir / "b2").string(), "--part", "x=" + pt2_fifo.string(), "--example", "x=" + npy_fifo.string() + ":" + npy_fifo.string()});
+  refused({"export", "-o", (dir / "b3").string(), "--part", "mlp=" + fixture("aoti/mlp_et.pt2").string(), "--example",
+           "mlp=" + npy_fifo.string() + ":" + fixture("aoti/mlp_et.out0.npy").string()});
+  refused({"verify", fifo.string(), "--gpu", "none"});
+  refused({"verify", pt2_fifo.string(), "--gpu", "none"});
+  refused({"inspect", fifo.string()});
+  refused({"run", fifo.string()});
+
+  // Inside a bundle: the data file, and bundle.json itself.
+  auto bundle = dir / "bundle";
+  REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+  fs::remove(bundle / "enc.ptd");
+  REQUIRE(::mkfifo((bundle / "enc.ptd").c_str(), 0644) == 0);
+  auto verify = refused({"verify", bundle.string(), "--gpu", "none"});
+  CHECK(mentions(verify.out, "FIFO"));
+  refused({"inspect", bundle.string()});
+  refused({"run", bundle.string()});
+  fs::remove(bundle / "bundle.json");
+  REQUIRE(::mkfifo((bundle / "bundle.json").c_str(), 0644) == 0);
+  refused({"verify", bundle.string(), "--gpu", "none"});
+  refused(export_args(bundle, "more"));
+  refused({"merge", "-o", (dir / "merged").string(), bundle.string(), bundle.string()});
+}
+
+TEST_CASE("hostile: symlinks inside a bundle are neither read nor written through") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto bundle = dir / "bundle";
+  REQUIRE(run(export_args(bundle, "encoder")).exit_code == 0);
+  // A secret beside the bundle, reached by a link in place of the data file.
+  auto secret = dir / "secret";
+  std::ofstream(secret) << "root:SECRET-CONTENT:0:0\n";
+  fs::remove(bundle / "encoder.ptd");
+  fs::create_symlink(secret, bundle / "encoder.ptd");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"verify", bundle.string(), "--gpu", "none"}, {"inspect", bundle.string()}, {"run", bundle.string()}}) {
+    auto child = run(args, {}, 30);
+    CAPTURE(args[0]);
+    CHECK(child.exit_code != 0);
+    if (args[0] != "run") CHECK(mentions(child.out + child.err, "symbolic link"));  // run may stop first at "no GPU"
+    CHECK_FALSE(mentions(child.out + child.err, "SECRET"));
+  }
+
+  // testcases -> a folder outside: export refuses to write through it.
+  auto outside = dir / "outside";
+  fs::create_directories(outside);
+  auto second = dir / "second";
+  fs::create_directories(second);
+  fs::create_directory_symlink(outside, second / "testcases");
+  auto exported = run(mlp_export_args(second, fixture("aoti/mlp_et.pt2")));
+  CHECK(exported.exit_code != 0);
+  CHECK(mentions(exported.err, "symbolic link"));
+  CHECK(fs::is_empty(outside));
+
+  // bundle.json as a link: replaced by the export, never written through.
+  auto third = dir / "third";
+  REQUIRE(run(export_args(third, "a")).exit_code == 0);
+  auto target = dir / "target.json";
+  fs::copy_file(third / "bundle.json", target);
+  const std::string original = ptb::test::read_text(target);
+  fs::remove(third / "bundle.json");
+  fs::create_symlink(target, third / "bundle.json");
+  auto linked = run(export_args(third, "b"));
+  CHECK(linked.exit_code != 0);  // the manifest is not read through the link either
+  CHECK(ptb::test::read_text(target) == original);
+}
+
+TEST_CASE("hostile: --atol nan and inf are refused before anything is written") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  for (const char* value : {"nan", "inf", "-1"}) {
+    auto args = mlp_export_args(dir / "bundle", fixture("aoti/mlp_et.pt2"));
+    args.push_back("--atol");
+    args.push_back(value);
+    auto child = run(args);
+    CAPTURE(value);
+    CHECK(child.exit_code == 2);
+    CHECK_FALSE(fs::exists(dir / "bundle" / "bundle.json"));
+  }
+}
+
+TEST_CASE("hostile: a bfloat16 .npy saved by ml_dtypes (<V2) reads as bfloat16") {
+  std::string header = "{'descr': '<V2', 'fortran_order': False, 'shape': (2, 3), }";
+  header.resize(128 - 10 - 1, ' ');
+  header += '\n';
+  std::string file = std::string("\x93NUMPY\x01\x00", 8);
+  file += static_cast<char>(header.size() & 0xff);
+  file += static_cast<char>(header.size() >> 8);
+  file += header;
+  file += std::string(12, '\0');
+  auto parsed = parse_npy_header(Bytes(reinterpret_cast<const uint8_t*>(file.data()), file.size()), "x.npy");
+  REQUIRE_MESSAGE(parsed.ok(), parsed.error().message);
+  CHECK(parsed->scalar_type == 15);
+  CHECK(parsed->element_size == 2);
+  CHECK(parsed->data_size == 12);
+}
