@@ -453,7 +453,15 @@ TEST_CASE("export: --force replaces a part and removes its files that no longer 
   REQUIRE_MESSAGE(replaced.ok(), replaced.error().message);
   CHECK(replaced->parts[0].replaced);
   CHECK_FALSE(fs::exists(bundle / "testcases" / "p.ptd"));
-  CHECK(file_sha(bundle / "p.ptd") == kSm86WeightsSha);
+  // The new files take the names the old manifest did not use (p@1.*): the
+  // old bundle stayed whole until bundle.json was renamed; its files are gone.
+  CHECK_FALSE(fs::exists(bundle / "p.ptd"));
+  CHECK_FALSE(fs::exists(bundle / "p.pte"));
+  CHECK(file_sha(bundle / "p@1.ptd") == kSm86WeightsSha);
+  auto again = run_export(bundle, {part("p", fixture("cuda/bad_weights_sm86/model.pte"))}, true);
+  REQUIRE_MESSAGE(again.ok(), again.error().message);
+  CHECK(file_sha(bundle / "p.ptd") == kSm86WeightsSha);  // and back: p@1 was in use
+  CHECK_FALSE(fs::exists(bundle / "p@1.ptd"));
   auto manifest = read_manifest(bundle.string());
   REQUIRE(manifest.ok());
   REQUIRE(manifest->parts.size() == 1);

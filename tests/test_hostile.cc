@@ -4,6 +4,7 @@
 // peak memory is read from wait4's rusage.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -361,7 +362,7 @@ TEST_CASE("hostile: two exports racing into one bundle keep both parts") {
   TempDir dir;
   auto bundle = dir / "bundle";
   REQUIRE(run(export_args(bundle, "first")).exit_code == 0);
-  int fd = ::open((bundle / kLockFileName).c_str(), O_RDWR);
+  int fd = ::open((bundle / kLockFileName).c_str(), O_RDWR | O_CREAT, 0644);
   REQUIRE(fd >= 0);
   REQUIRE(::flock(fd, LOCK_EX) == 0);
   auto blocked = run(export_args(bundle, "second"), {{"PTB_LOCK_WAIT", "1"}});
@@ -385,6 +386,8 @@ TEST_CASE("hostile: an export killed at each step leaves the previous bundle ver
     CHECK(killed.exit_code == 128 + SIGKILL);
     auto verified = run({"verify", bundle.string(), "--gpu", "none", "--json"});
     CHECK_MESSAGE(verified.exit_code == 0, verified.out);
+    CHECK(mentions(verified.out, "\"leftover\""));  // named, as warnings
+    CHECK(mentions(verified.out, "\"warn\""));
     auto after = read_manifest(bundle.string());
     REQUIRE(after.ok());
     if (step != "cleanup") CHECK(manifest_to_json(*after) == manifest_to_json(*before));
@@ -528,4 +531,32 @@ TEST_CASE("hostile: a bfloat16 .npy saved by ml_dtypes (<V2) reads as bfloat16")
   CHECK(parsed->scalar_type == 15);
   CHECK(parsed->element_size == 2);
   CHECK(parsed->data_size == 12);
+}
+
+TEST_CASE("hostile: an interrupted merge leaves its staging folder only until the next merge, SIGINT none at all") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto a = dir / "a";
+  auto b = dir / "b";
+  REQUIRE(run({"export", "-o", a.string(), "--part", "enc=" + fixture("cuda/sm80/model.pte").string()}).exit_code == 0);
+  REQUIRE(run({"export", "-o", b.string(), "--part", "enc=" + fixture("cuda/sm90/model.pte").string()}).exit_code == 0);
+  auto staging_folders = [&] {
+    size_t n = 0;
+    for (const auto& entry : fs::directory_iterator(dir.path()))
+      n += entry.path().filename().string().starts_with(".out.merge-");
+    return n;
+  };
+  std::vector<std::string> merge{"merge", "-o", (dir / "out").string(), a.string(), b.string()};
+  auto interrupted = run(merge, {{"PTB_TEST_KILL_AT", "merge-rename"}, {"PTB_TEST_KILL_SIGNAL", "INT"}});
+  CHECK(interrupted.exit_code == 128 + SIGINT);
+  CHECK(staging_folders() == 0);
+  CHECK_FALSE(fs::exists(dir / "out"));
+
+  auto killed = run(merge, {{"PTB_TEST_KILL_AT", "merge-rename"}});
+  CHECK(killed.exit_code == 128 + SIGKILL);
+  CHECK(staging_folders() == 1);
+  auto done = run(merge);
+  CHECK_MESSAGE(done.exit_code == 0, done.err);
+  CHECK(staging_folders() == 0);
+  CHECK(run({"verify", (dir / "out").string(), "--gpu", "none"}).exit_code == 0);
 }

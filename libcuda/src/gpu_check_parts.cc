@@ -4,6 +4,7 @@
 // library's kernels (judge_kernels). A single library is judged by its
 // kernels alone. Every library's GPU code is scanned even without a GPU, so
 // that the targets bundle.json records can be compared with what is there.
+#include <cstring>
 #include <algorithm>
 #include <set>
 
@@ -123,7 +124,18 @@ std::vector<CudaUnit> package_units(const VerifySubject& subject, CheckList& che
     entries.insert(entries.end(), model.kernel_binaries.begin(), model.kernel_binaries.end());
     for (const std::string& entry : entries) {
       // Inflated into an unnamed temporary file and mapped: a library that
-      // inflates to gigabytes costs no anonymous memory.
+      // inflates to gigabytes costs no anonymous memory; and only when it
+      // starts as an ELF file does, so a bomb of zeros costs no disk either.
+      if (entry == model.wrapper_library) {
+        auto prefix = package.read_entry_prefix(entry, 4);
+        if (!prefix.ok() || prefix->size() < 4 || std::memcmp(prefix->data(), "\x7f" "ELF", 4) != 0) {
+          checks.fail(checks::kKernelTargets, subject_name,
+                      prefix.ok() ? subject.label + ": " + clipped(entry) + ": not an ELF file; expected the compiled library"
+                                  : prefix.error().message);
+          library.scanned = false;
+          continue;
+        }
+      }
       auto bytes = package.extract_entry_mapped(entry, kMaxLibraryBytes);
       if (!bytes.ok()) {
         checks.fail(checks::kKernelTargets, subject_name, bytes.error().message);

@@ -1,7 +1,7 @@
 // libFuzzer target: BpteFile::open and the program inside it.
 #include "fuzz_input.h"
 #include "ptbundle/formats/bpte.h"
-#include "inspect_internal.h"
+#include "inspect/inspect_internal.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = ptb::fuzz::input_path(data, size);

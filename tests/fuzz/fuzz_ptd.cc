@@ -1,6 +1,6 @@
 // libFuzzer target: PtdFile::open, every blob read, the inspect object built.
 #include "fuzz_input.h"
-#include "inspect_internal.h"
+#include "inspect/inspect_internal.h"
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/base/sha256.h"
 

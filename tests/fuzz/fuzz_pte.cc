@@ -3,7 +3,7 @@
 // CUDA payloads, build the inspect object). Built by scripts/fuzz.
 #include "fuzz_input.h"
 #include "ptbundle/formats/cuda_payload.h"
-#include "inspect_internal.h"
+#include "inspect/inspect_internal.h"
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/base/sha256.h"
 

@@ -186,7 +186,11 @@ BundleTransaction& BundleTransaction::operator=(BundleTransaction&& other) noexc
 }
 
 BundleTransaction::~BundleTransaction() {
-  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+  if (lock_fd_ < 0) return;
+  // The lock file goes with the lock, so a bundle holds no trace of it; a
+  // writer waiting on the removed file finds the name gone and starts over.
+  ::unlinkat(dir_.fd(), kLockFileName, 0);
+  ::close(lock_fd_);  // releases the flock
 }
 
 void BundleTransaction::remove_if_unused() {
@@ -198,7 +202,8 @@ void BundleTransaction::remove_if_unused() {
   }
   ::unlinkat(dir_.fd(), kTestcaseFolder, AT_REMOVEDIR);  // only when empty
   ::unlinkat(dir_.fd(), kLockFileName, 0);
-  ::rmdir(dir_.path().c_str());
+  ::rmdir(dir_.path().c_str());  // fails while a waiting writer has put its own lock file there
+  ::close(std::exchange(lock_fd_, -1));
 }
 
 Status BundleTransaction::commit(const std::vector<Placement>& outputs, const Manifest& manifest,

@@ -28,7 +28,7 @@ std::string libzip_error_text(int code) {
 }
 
 std::string entry_context(const std::string& path, std::string_view name) {
-  return path + ": entry '" + std::string(name) + "'";
+  return path + ": entry '" + clipped(name) + "'";
 }
 
 }  // namespace
@@ -122,6 +122,24 @@ Status Pt2Package::extract_entry_to(std::string_view name, const std::string& ou
   return out.commit();
 }
 
+Result<std::vector<uint8_t>> Pt2Package::read_entry_prefix(std::string_view name, size_t count) const {
+  const Pt2Entry* entry = find_entry(name);
+  if (!entry) return invalid(entry_context(path_, name) + ": no such entry in the package");
+  zip_file_t* file = zip_fopen_index(archive_->zip, entry->index, 0);
+  if (!file) return invalid(entry_context(path_, name) + ": cannot open: " + zip_strerror(archive_->zip));
+  std::unique_ptr<zip_file_t, decltype(&zip_fclose)> closer(file, &zip_fclose);
+  std::vector<uint8_t> bytes(static_cast<size_t>(std::min<uint64_t>(count, entry->size)));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    zip_int64_t n = zip_fread(file, bytes.data() + done, bytes.size() - done);
+    if (n < 0) return invalid(entry_context(path_, name) + ": read failed: " + zip_file_strerror(file));
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  bytes.resize(done);
+  return bytes;
+}
+
 Result<std::string> Pt2Package::sha256_entry(std::string_view name, uint64_t max_bytes) const {
   Sha256 hash;
   PTB_CHECK(stream_entry(name, max_bytes, [&](Bytes chunk) -> Status {
@@ -197,7 +215,7 @@ Result<Pt2Package> Pt2Package::open(const std::string& path, Pt2Limits limits) {
     // Two entries with one name would let the reader and PyTorch's loader
     // see different files.
     if (!seen.insert(entry.name).second)
-      return invalid(path + ": entry '" + entry.name + "' appears twice; expected unique names");
+      return invalid(path + ": entry '" + clipped(entry.name) + "' appears twice; expected unique names");
     package.entries_.push_back(std::move(entry));
   }
 
@@ -232,7 +250,7 @@ Result<std::vector<std::pair<std::string, std::string>>> parse_pt2_metadata(cons
   std::vector<std::pair<std::string, std::string>> metadata;
   for (const auto& [key, value] : json.items()) {
     if (!value.is_string())
-      return invalid(context + ": key '" + key + "': value is " + value.type_name() + "; expected a string");
+      return invalid(context + ": key '" + clipped(key) + "': value is " + value.type_name() + "; expected a string");
     metadata.emplace_back(key, value.get<std::string>());
   }
   return metadata;

@@ -21,6 +21,10 @@ const char* check_status_name(CheckStatus status) {
 }
 
 void CheckList::add(std::string check, std::string subject, CheckStatus status, std::string message) {
+  // The last guard on text from files reaching a message unbounded.
+  constexpr size_t kLimit = 4096;
+  if (message.size() > kLimit) message = clipped(message, kLimit);
+  if (subject.size() > kLimit) subject = clipped(subject, kLimit);
   outcomes_.push_back({path_, std::move(check), std::move(subject), status, std::move(message)});
 }
 void CheckList::pass(std::string check, std::string subject, std::string message) {
@@ -131,7 +135,7 @@ std::vector<std::string> data_names(const PteFile& pte) {
   return names;
 }
 
-std::string in_quotes(std::string_view text) { return "'" + std::string(text) + "'"; }
+std::string in_quotes(std::string_view text) { return "'" + clipped(text) + "'"; }
 
 std::string join(const std::vector<std::string>& items, const std::string& separator) {
   std::string out;

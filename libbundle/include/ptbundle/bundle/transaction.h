@@ -1,8 +1,8 @@
 // A change to a bundle folder as one transaction, so that two writers never
 // lose each other's parts and an interruption never breaks the bundle:
-//  - an advisory lock (flock on <bundle>/.ptbundle.lock): a second writer
-//    waits for the first (up to a bounded time) and then reads the manifest
-//    the first one wrote;
+//  - an advisory lock (flock on <bundle>/.ptbundle.lock, removed with the
+//    lock): a second writer waits for the first (up to a bounded time) and
+//    then reads the manifest the first one wrote;
 //  - new files under names the old manifest does not use (part_file_path's
 //    generations), written as temporary files;
 //  - a journal (.ptbundle.pending) naming every file about to be placed or

@@ -102,6 +102,9 @@ class Pt2Package {
   // Reads the entry through (size and CRC checked) with memory independent
   // of its size; returns its SHA-256 in lowercase hex.
   Result<std::string> sha256_entry(std::string_view name, uint64_t max_bytes) const;
+  // The first `count` bytes of the entry (fewer if it is shorter); its size
+  // and CRC are not checked, as the entry is not read through.
+  Result<std::vector<uint8_t>> read_entry_prefix(std::string_view name, size_t count) const;
   // The entry inflated into an unnamed temporary file (O_TMPFILE in $TMPDIR)
   // and mapped: for scanners that need random access, without holding the
   // inflated bytes in anonymous memory.
