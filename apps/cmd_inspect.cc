@@ -1,14 +1,13 @@
 // `ptbundle inspect PATH... [--json] [--sha256]`: what is inside programs,
 // data files, bundled programs, AOTInductor packages and bundle folders.
-// The facts come from libbundle's inspect_path; this file adds the GPU code
-// found by libcuda and prints text or one JSON document.
+// The facts, the GPU code of each library included, come from libbundle's
+// inspect_path; this file prints text or one JSON document.
 #include <iostream>
 #include <memory>
 
 #include "command.h"
 #include "inspect_text.h"
 #include "ptbundle/inspect/inspect.h"
-#include "ptbundle/kernels/kernel_images.h"
 
 namespace ptb::app {
 namespace {
@@ -20,27 +19,6 @@ struct InspectArgs {
   bool json = false;
   bool sha256 = false;
 };
-
-Result<Json> kernels_json(Bytes data, const std::string& name) {
-  PTB_TRY(auto images, scan_kernels(data, name));
-  Json out = Json::array();
-  for (const KernelImage& image : images) {
-    Json j;
-    j["target"] = image.target();
-    j["kind"] = kernel_kind_name(image.kind);
-    j["sm"] = image.sm;
-    std::string ptx = image.ptx_version();
-    j["ptx_version"] = ptx.empty() ? Json(nullptr) : Json(ptx);
-    j["container"] = kernel_container_name(image.container);
-    j["offset"] = image.offset;
-    j["size"] = image.size;
-    j["uncompressed_size"] = image.uncompressed_size;
-    j["compression"] = image.compressed() ? Json(image.compression) : Json(nullptr);
-    j["location"] = image.location;
-    out.push_back(std::move(j));
-  }
-  return out;
-}
 
 const char* error_kind_name(ErrorKind kind) {
   switch (kind) {
@@ -56,7 +34,6 @@ const char* error_kind_name(ErrorKind kind) {
 int run_inspect(const InspectArgs& args) {
   InspectOptions options;
   options.sha256 = args.sha256;
-  options.scan_kernels = kernels_json;
   Json files = Json::array();
   int exit_code = 0;
   bool first = true;

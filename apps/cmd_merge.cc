@@ -8,7 +8,6 @@
 
 #include "command.h"
 #include "ptbundle/merge/merge.h"
-#include "ptbundle/export/merge_scan.h"
 
 namespace ptb::app {
 namespace {
@@ -24,17 +23,6 @@ struct MergeOptions {
   bool json = false;
   unsigned threads = 0;
 };
-
-// "a.pte,a.ptd" -> both; "a.pte" -> no data file. The comma before a name
-// ending in .ptd splits, so that other commas in paths survive.
-MergeSource parse_source(const std::string& text) {
-  auto comma = text.rfind(',');
-  if (comma != std::string::npos && comma + 1 < text.size()) {
-    std::string data = text.substr(comma + 1);
-    if (data.size() > 4 && data.compare(data.size() - 4, 4, ".ptd") == 0) return {text.substr(0, comma), data};
-  }
-  return {text, ""};
-}
 
 Json provenance_json(const std::vector<VariantOrigin>& origins);
 
@@ -75,11 +63,18 @@ Json result_json(const MergeResult& result) {
 
 int run_file_merge(const MergeOptions& options) {
   MergeRequest request;
-  for (const std::string& input : options.inputs) request.inputs.push_back(parse_source(input));
-  if (!options.fallback.empty()) request.fallback = parse_source(options.fallback);
+  for (const std::string& input : options.inputs) {
+    auto source = parse_merge_source(input);
+    if (!source) return report(source.error());
+    request.inputs.push_back(*source);
+  }
+  if (!options.fallback.empty()) {
+    auto fallback = parse_merge_source(options.fallback);
+    if (!fallback) return report(fallback.error());
+    request.fallback = *fallback;
+  }
   request.output_pte = options.output;
   request.output_ptd = options.output_data;
-  request.scan_library = merge_library_scan();
   request.threads = options.threads;
   auto result = merge_programs(request);
   if (!result) return report(result.error());
@@ -141,7 +136,6 @@ int run_bundle_merge(const MergeOptions& options) {
   BundleMergeRequest request;
   request.bundles = options.inputs;
   request.output_dir = options.output;
-  request.scan_library = merge_library_scan();
   request.threads = options.threads;
   request.tool_version = PTB_VERSION;
   auto result = merge_bundles(request);

@@ -17,8 +17,7 @@ Result<InspectJson> entry_json(const Pt2Package& package, const std::string& nam
   InspectJson out;
   out["name"] = name;
   out["size"] = entry ? entry->size : 0;
-  bool want_kernels = scan && static_cast<bool>(options.scan_kernels);
-  if (!entry || (!options.sha256 && !want_kernels)) return out;
+  if (!entry || (!options.sha256 && !scan)) return out;
   if (entry->size > kMaxEntryRead) {
     out["skipped"] = "larger than 4 GiB: not hashed or scanned";
     return out;
@@ -26,14 +25,7 @@ Result<InspectJson> entry_json(const Pt2Package& package, const std::string& nam
   PTB_TRY(auto bytes, package.read_entry(name, entry->size));
   Bytes data(bytes.data(), bytes.size());
   if (options.sha256) out["sha256"] = to_hex(sha256(data));
-  if (want_kernels) {
-    auto kernels = options.scan_kernels(data, package.path() + ": " + name);
-    if (kernels.ok()) {
-      out["kernels"] = std::move(kernels).value();
-    } else {
-      out["kernels_error"] = kernels.error().message;
-    }
-  }
+  if (scan) add_kernels(out, data, package.path() + ": " + name);
   return out;
 }
 
