@@ -19,6 +19,11 @@
 // once and generically rendered, no command builds Json by hand, and the text
 // layout can only show what the model holds, by name checked by the compiler.
 //
+// One exception remains: inspect's per-file objects are still built as Json
+// by libbundle (inspect_path) and inspect_text.cc reads them by key; they
+// become typed models when the library returns typed inspect results (the
+// program-model work of issue 10 owns that code).
+//
 // Every --json document starts with "format_version" and "command" and ends
 // with "exit_code"; a command that fails before it has a report prints an
 // error document instead (schemas/error.schema.json), so stdout always holds
