@@ -825,12 +825,6 @@ TEST_CASE("merge: --json output follows schemas/merge.schema.json, for programs 
   CHECK(nlohmann::json::parse(bundles.out)["parts"][0]["layout"] == "multi_variant");
 
   for (const std::string* document : {&programs.out, &bundles.out}) {
-    fs::path file = work / "document.json";
-    std::ofstream(file) << *document;
-    std::string command = "python3 " + ptb::test::quote(fs::path(PTB_SOURCE_DIR) / "tests/validate_schema.py") + " " +
-                          ptb::test::quote(fs::path(PTB_SOURCE_DIR) / "schemas/merge.schema.json") + " " +
-                          ptb::test::quote(file) + " " +
-                          ptb::test::quote(fs::path(PTB_SOURCE_DIR) / "schemas/bundle.schema.json");
-    CHECK_MESSAGE(std::system(command.c_str()) == 0, *document);
+    CHECK_MESSAGE(ptb::test::schema_problem("merge", *document) == "", *document);
   }
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ptbundle/cuda/gpu_check.h"
+#include "ptbundle/cuda/run.h"
 #include "ptbundle/cuda/run_part.h"
 #include "ptbundle/cuda/runner.h"
 #include "ptbundle/results/tolerance.h"
@@ -46,20 +47,12 @@ void run_and_compare(const std::string& subject, const std::string& part_name, c
     checks.fail(checks::kTestcase, subject, outputs.error().message);
     return;
   }
-  std::vector<OutputComparison> comparisons;
+  std::vector<ExpectedOutput> wanted;
   for (size_t i = 0; i < expected.size(); ++i) {
-    OutputComparison comparison;
-    comparison.name = "output " + std::to_string(i);
-    comparison.tolerance = recorded ? *recorded : default_tolerance(expected[i].scalar_type);
-    if (i >= outputs->size()) {
-      comparison.problem = "the method returned " + std::to_string(outputs->size()) + " output(s)";
-    } else {
-      auto stats = compare_tensors((*outputs)[i].view(), expected[i], comparison.tolerance);
-      if (stats.ok()) comparison.stats = *stats;
-      else comparison.problem = stats.error().message;
-    }
-    comparisons.push_back(std::move(comparison));
+    wanted.push_back({i, "output " + std::to_string(i), expected[i],
+                      recorded ? *recorded : default_tolerance(expected[i].scalar_type)});
   }
+  const std::vector<OutputComparison> comparisons = compare_outputs(*outputs, wanted);
   const std::string verdict = test_case_verdict(part_name, comparisons);
   bool passed = std::all_of(comparisons.begin(), comparisons.end(), [](const OutputComparison& c) { return c.passed(); });
   if (passed) checks.pass(checks::kTestcase, subject, verdict + " on GPU " + std::to_string(device));
