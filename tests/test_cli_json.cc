@@ -71,15 +71,15 @@ TEST_CASE("cli --json: a bad command line gives one error document for every com
 TEST_CASE("cli --json: a command that fails gives one document with the error and the exit code") {
   TempDir dir;
   // I/O: the input does not exist.
-  auto exported = run_cli("export --json -o " + quote(dir / "bundle") + " --part x=" + quote(dir / "nope.pte"));
+  auto exported = run_cli("export --json -o " + quote(dir.path() / "bundle") + " --part x=" + quote(dir.path() / "nope.pte"));
   check_error_document(exported, "export", "export", 3, "io");
-  auto merged = run_cli("merge --json -o " + quote(dir / "m.pte") + " " + quote(dir / "a.pte") + " " + quote(dir / "b.pte"));
+  auto merged = run_cli("merge --json -o " + quote(dir.path() / "m.pte") + " " + quote(dir.path() / "a.pte") + " " + quote(dir.path() / "b.pte"));
   CHECK(merged.exit_code != 0);
   check_error_document(merged, "merge", "merge", merged.exit_code, merged.exit_code == 3 ? "io" : "invalid");
   // Usage: a request that cannot be met.
-  auto verified = run_cli("verify --json --gpu sm_90a " + quote(dir));
+  auto verified = run_cli("verify --json --gpu sm_90a " + quote(dir.path()));
   check_error_document(verified, "verify", "verify", 2, "usage");
-  auto ran = run_cli("run --json " + quote(dir / "nope.pte") + " --iterations 0");
+  auto ran = run_cli("run --json " + quote(dir.path() / "nope.pte") + " --iterations 0");
   CHECK(ran.exit_code != 0);
   check_error_document(ran, "run", "run", ran.exit_code, ran.exit_code == 2 ? "usage" : ran.exit_code == 3 ? "io" : "invalid");
 }
@@ -87,11 +87,11 @@ TEST_CASE("cli --json: a command that fails gives one document with the error an
 TEST_CASE("cli --json: failed checks are the report, with its exit code") {
   TempDir dir;
   // A folder without bundle.json: verify fails its checks, inspect fails the path.
-  auto verified = run_cli("verify --json --gpu none " + quote(dir));
+  auto verified = run_cli("verify --json --gpu none " + quote(dir.path()));
   CHECK(verified.exit_code == 1);
   ordered_json report = one_document(verified, "verify");
   CHECK(report["ok"] == false);
-  auto inspected = run_cli("inspect --json " + quote(dir / "missing.pte"));
+  auto inspected = run_cli("inspect --json " + quote(dir.path() / "missing.pte"));
   CHECK(inspected.exit_code == 3);
   ordered_json files = one_document(inspected, "inspect");
   CHECK(files["files"][0]["error"]["exit_code"] == 3);
