@@ -5,8 +5,9 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <iostream>
-#include <map>
+#include <algorithm>
+#include <cstdio>
+#include <ostream>
 
 #include "command.h"
 #include "ptbundle/export/export.h"
@@ -21,7 +22,6 @@ struct ExportArgs {
   double atol = 1e-3;
   double rtol = 1e-3;
   bool force = false;
-  bool json = false;
 };
 
 // One line on stderr, rewritten in place, for copies that take a while.
@@ -71,51 +71,78 @@ Result<ExportOptions> build_options(const ExportArgs& args) {
   return options;
 }
 
-Json report_json(const ExportReport& report) {
-  Json parts = Json::array();
-  for (const auto& part : report.parts) {
-    Json files = Json::array();
-    for (const auto& file : part.files)
-      files.push_back({{"role", file_role_name(file.role)}, {"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});
-    parts.push_back({{"name", part.name},
-                     {"source", part.source_kind},
-                     {"replaced", part.replaced},
-                     {"files", files},
-                     {"notes", part.notes}});
+// The model: schemas/export.schema.json.
+struct FileModel {
+  ManifestFile file;
+  template <class F>
+  void fields(F& f) const {
+    f("role", std::string(file_role_name(file.role)))("path", file.path)("size", file.size)("sha256", file.sha256);
   }
-  return {{"bundle", report.bundle_dir}, {"manifest", std::string(kManifestFileName)}, {"parts", parts}};
+};
+
+struct PartModel {
+  std::string name;
+  std::string source;  // "executorch" or "aoti_package"
+  bool replaced = false;
+  std::vector<FileModel> files;
+  std::vector<std::string> notes;
+  template <class F>
+  void fields(F& f) const {
+    f("name", name)("source", source)("replaced", replaced)("files", files)("notes", notes);
+  }
+};
+
+struct ExportModel {
+  std::string bundle;
+  std::string manifest = std::string(kManifestFileName);
+  size_t manifest_parts = 0;  // text only: parts in bundle.json after the export
+  std::vector<PartModel> parts;
+  template <class F>
+  void fields(F& f) const {
+    f("bundle", bundle)("manifest", manifest)("parts", parts);
+  }
+};
+
+ExportModel model_of(const ExportReport& report) {
+  ExportModel model;
+  model.bundle = report.bundle_dir;
+  model.manifest_parts = report.manifest.parts.size();
+  for (const auto& part : report.parts) {
+    PartModel entry{part.name, part.source_kind, part.replaced, {}, part.notes};
+    for (const auto& file : part.files) entry.files.push_back({file});
+    model.parts.push_back(std::move(entry));
+  }
+  return model;
 }
 
-void print_summary(const ExportReport& report) {
-  std::cout << "exported " << report.parts.size() << (report.parts.size() == 1 ? " part" : " parts") << " into "
-            << report.bundle_dir << " (" << report.manifest.parts.size() << " in " << kManifestFileName << ")\n";
-  for (const auto& part : report.parts) {
-    std::cout << "  " << part.name << " (" << part.source_kind << (part.replaced ? ", replaced" : "") << "):";
+void render_text(std::ostream& out, const ExportModel& model) {
+  out << "exported " << model.parts.size() << (model.parts.size() == 1 ? " part" : " parts") << " into "
+      << model.bundle << " (" << model.manifest_parts << " in " << model.manifest << ")\n";
+  for (const auto& part : model.parts) {
+    out << "  " << part.name << " (" << part.source << (part.replaced ? ", replaced" : "") << "):";
     for (size_t i = 0; i < part.files.size(); ++i)
-      std::cout << (i ? "," : "") << " " << part.files[i].path << " " << human_size(part.files[i].size);
-    std::cout << '\n';
-    for (const auto& note : part.notes) std::cout << "    note: " << note << '\n';
+      out << (i ? "," : "") << " " << part.files[i].file.path << " " << human_size(part.files[i].file.size);
+    out << '\n';
+    for (const auto& note : part.notes) out << "    note: " << note << '\n';
   }
 }
 
-int run_export(const ExportArgs& args) {
+int run_export(const ExportArgs& args, Output& out) {
   auto options = build_options(args);
-  if (!options) return report(options.error());
+  if (!options) return out.fail(options.error());
   ProgressLine line;
   if (::isatty(STDERR_FILENO)) {
     options->progress = [&line](const std::string& file, uint64_t done, uint64_t total) { line.update(file, done, total); };
   }
   auto result = export_parts(*options);
   line.finish();
-  if (!result) return report(result.error());
-  if (args.json) print_json(report_json(*result));
-  else print_summary(*result);
-  return 0;
+  if (!result) return out.fail(result.error());
+  return out.print(model_of(*result));
 }
 
 }  // namespace
 
-Action add_export(CLI::App& root) {
+Command add_export(CLI::App& root) {
   auto args = std::make_shared<ExportArgs>();
   CLI::App* command = root.add_subcommand(
       "export",
@@ -133,8 +160,8 @@ Action add_export(CLI::App& root) {
   command->add_option("--rtol", args->rtol, "Relative tolerance recorded for the test cases (default 1e-3)")
       ->check(CLI::NonNegativeNumber);
   command->add_flag("--force", args->force, "Replace parts of the same name, and stray files in their way");
-  command->add_flag("--json", args->json, "Print the result as one JSON document");
-  return [args] { return run_export(*args); };
+  add_json_flag(command, "Print the result as one JSON document (schemas/export.schema.json)");
+  return {command, [args](Output& out) { return run_export(*args, out); }};
 }
 
 }  // namespace ptb::app

@@ -2,10 +2,10 @@
 // answer, so the exit code is 0 either way: stdout lists the GPUs (nothing
 // when there are none, so a script counting lines counts GPUs) and the reason
 // there are none goes to stderr as "no CUDA GPU: <why>". With --json, stdout
-// always carries one document whose "reason" says why "gpus" is empty.
+// always carries one document whose "reason" says why "gpus" is empty
+// (schemas/gpus.schema.json).
 #include <cstdio>
-#include <iostream>
-#include <memory>
+#include <ostream>
 
 #include "command.h"
 #include "ptbundle/cuda/gpu.h"
@@ -13,55 +13,74 @@
 namespace ptb::app {
 namespace {
 
-Json to_json(const GpuReport& report) {
-  Json driver = Json::object();
-  driver["loaded"] = report.driver_loaded;
-  driver["cuda_version"] = report.driver_version ? Json(cuda_version_name(report.driver_version)) : Json(nullptr);
-  Json gpus = Json::array();
-  for (const GpuInfo& gpu : report.gpus) {
-    Json entry = Json::object();
-    entry["index"] = gpu.index;
-    entry["name"] = gpu.name;
-    entry["compute_capability"] = std::to_string(gpu.capability.major) + "." + std::to_string(gpu.capability.minor);
-    entry["sm"] = gpu.capability.name();
-    entry["uuid"] = gpu.uuid;
-    entry["memory_bytes"] = gpu.memory_bytes;
-    gpus.push_back(std::move(entry));
+struct DriverModel {
+  bool loaded = false;
+  std::optional<std::string> cuda_version;
+  template <class F>
+  void fields(F& f) const {
+    f("loaded", loaded)("cuda_version", cuda_version);
   }
-  Json document = Json::object();
-  document["driver"] = std::move(driver);
-  document["gpus"] = std::move(gpus);
-  document["reason"] = report.gpus.empty() ? Json("no CUDA GPU: " + report.reason) : Json(nullptr);
-  return document;
+};
+
+struct GpuModel {
+  int index = 0;
+  std::string name;
+  std::string compute_capability;  // "9.0"
+  std::string sm;                  // "sm_90"
+  std::string uuid;
+  uint64_t memory_bytes = 0;
+  template <class F>
+  void fields(F& f) const {
+    f("index", index)("name", name)("compute_capability", compute_capability)("sm", sm)("uuid", uuid)(
+        "memory_bytes", memory_bytes);
+  }
+};
+
+struct GpusModel {
+  DriverModel driver;
+  std::vector<GpuModel> gpus;
+  std::optional<std::string> reason;  // "no CUDA GPU: ..." when there is none
+  template <class F>
+  void fields(F& f) const {
+    f("driver", driver)("gpus", gpus)("reason", reason);
+  }
+};
+
+GpusModel model_of(const GpuReport& report) {
+  GpusModel model;
+  model.driver.loaded = report.driver_loaded;
+  if (report.driver_version) model.driver.cuda_version = cuda_version_name(report.driver_version);
+  for (const GpuInfo& gpu : report.gpus) {
+    model.gpus.push_back({gpu.index, gpu.name,
+                          std::to_string(gpu.capability.major) + "." + std::to_string(gpu.capability.minor),
+                          gpu.capability.name(), gpu.uuid, gpu.memory_bytes});
+  }
+  if (report.gpus.empty()) model.reason = "no CUDA GPU: " + report.reason;
+  return model;
 }
 
-void print_text(const GpuReport& report) {
-  if (report.gpus.empty()) {
-    std::fprintf(stderr, "no CUDA GPU: %s\n", report.reason.c_str());
+void render_text(std::ostream& out, const GpusModel& model) {
+  if (model.gpus.empty()) {
+    std::fprintf(stderr, "%s\n", model.reason.value_or("").c_str());
     return;
   }
-  for (const GpuInfo& gpu : report.gpus) {
-    std::cout << gpu.index << "  " << gpu.name << "  " << gpu.capability.name() << " (" << gpu.capability.major << "."
-              << gpu.capability.minor << ")  " << human_size(gpu.memory_bytes) << "  " << gpu.uuid << '\n';
+  for (const GpuModel& gpu : model.gpus) {
+    out << gpu.index << "  " << gpu.name << "  " << gpu.sm << " (" << gpu.compute_capability << ")  "
+        << human_size(gpu.memory_bytes) << "  " << gpu.uuid << '\n';
   }
-  std::cout << "driver: CUDA " << cuda_version_name(report.driver_version) << '\n';
+  out << "driver: CUDA " << model.driver.cuda_version.value_or("unknown") << '\n';
 }
 
 }  // namespace
 
-Action add_gpus(CLI::App& root) {
+Command add_gpus(CLI::App& root) {
   auto* command = root.add_subcommand(
       "gpus",
       "List the CUDA GPUs of this machine: index, name, compute capability (sm_90), memory, UUID and\n"
       "the driver's CUDA version. No GPU or no driver is not an error: exit 0, the reason on stderr.");
-  auto json = std::make_shared<bool>(false);
-  command->add_flag("--json", *json, "One JSON document on stdout (an empty \"gpus\" list and a \"reason\" without GPUs)");
-  return [json] {
-    const GpuReport report = discover_gpus();
-    if (*json) print_json(to_json(report));
-    else print_text(report);
-    return 0;
-  };
+  add_json_flag(command, "One JSON document on stdout (an empty \"gpus\" list and a \"reason\" without GPUs),\n"
+                              "described by schemas/gpus.schema.json");
+  return {command, [](Output& out) { return out.print(model_of(discover_gpus())); }};
 }
 
 }  // namespace ptb::app

@@ -1,9 +1,10 @@
 // `ptbundle inspect PATH... [--json] [--sha256]`: what is inside programs,
 // data files, bundled programs, AOTInductor packages and bundle folders.
-// The facts come from libbundle's inspect_path; this file adds the GPU code
-// found by libcuda and prints text or one JSON document.
-#include <iostream>
+// The facts, the GPU code of each library included, come from libbundle's
+// inspect_path; this file prints text or one JSON document.
+#include <cstdio>
 #include <memory>
+#include <ostream>
 
 #include "command.h"
 #include "inspect_text.h"
@@ -13,91 +14,61 @@
 namespace ptb::app {
 namespace {
 
-constexpr int kInspectFormatVersion = 1;
-
 struct InspectArgs {
   std::vector<std::string> paths;
-  bool json = false;
   bool sha256 = false;
 };
 
-Result<Json> kernels_json(Bytes data, const std::string& name) {
-  PTB_TRY(auto images, scan_kernels(data, name));
-  Json out = Json::array();
-  for (const KernelImage& image : images) {
-    Json j;
-    j["target"] = image.target();
-    j["kind"] = kernel_kind_name(image.kind);
-    j["sm"] = image.sm;
-    std::string ptx = image.ptx_version();
-    j["ptx_version"] = ptx.empty() ? Json(nullptr) : Json(ptx);
-    j["container"] = kernel_container_name(image.container);
-    j["offset"] = image.offset;
-    j["size"] = image.size;
-    j["uncompressed_size"] = image.uncompressed_size;
-    j["compression"] = image.compressed() ? Json(image.compression) : Json(nullptr);
-    j["location"] = image.location;
-    out.push_back(std::move(j));
+// The model: schemas/inspect.schema.json. Each file's object is built by
+// libbundle's inspect_path, so it stays a Json value here.
+struct InspectModel {
+  std::vector<Json> files;
+  std::vector<bool> failed;  // text only: per file, whether it is an error record
+  bool sha256 = false;       // text only: the sha256 columns
+  template <class F>
+  void fields(F& f) const {
+    f("ptbundle_inspect_version", 1)("files", files);
   }
-  return out;
-}
+};
 
-const char* error_kind_name(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::Usage:
-      return "usage";
-    case ErrorKind::Io:
-      return "io";
-    default:
-      return "invalid";
+void render_text(std::ostream& out, const InspectModel& model) {
+  bool first = true;
+  for (size_t i = 0; i < model.files.size(); ++i) {
+    if (model.failed[i]) continue;  // its error went to stderr
+    if (!first) out << '\n';
+    out << render_inspect_text(model.files[i], model.sha256);
+    first = false;
   }
 }
 
-int run_inspect(const InspectArgs& args) {
+int run_inspect(const InspectArgs& args, Output& out) {
   InspectOptions options;
   options.sha256 = args.sha256;
-  options.scan_kernels = kernels_json;
-  Json files = Json::array();
+  InspectModel model;
+  model.sha256 = args.sha256;
   int exit_code = 0;
-  bool first = true;
   for (const auto& path : args.paths) {
     auto inspected = inspect_path(path, options);
-    if (!inspected.ok()) {
-      // The error goes to stderr either way; JSON also records it in place.
-      int code = report(inspected.error());
-      if (exit_code == 0) exit_code = code;
-      if (args.json) {
-        Json failed;
-        failed["path"] = path;
-        failed["error"] = {{"kind", error_kind_name(inspected.error().kind)},
-                           {"exit_code", code},
-                           {"message", inspected.error().message}};
-        files.push_back(std::move(failed));
-      }
+    if (inspected.ok()) {
+      model.files.push_back(std::move(inspected).value());
+      model.failed.push_back(false);
       continue;
     }
-    if (args.json) {
-      files.push_back(std::move(inspected).value());
-    } else {
-      if (!first) std::cout << '\n';
-      std::cout << render_inspect_text(*inspected, args.sha256);
-      first = false;
-    }
+    // The error goes to stderr either way; JSON also records it in place.
+    const Error& error = inspected.error();
+    const int code = static_cast<int>(error.kind);
+    std::fprintf(stderr, "ptbundle: error: %s\n", printable(error.message).c_str());
+    if (exit_code == 0) exit_code = code;
+    model.files.push_back({{"path", path},
+                           {"error", {{"kind", error_kind_name(error.kind)}, {"exit_code", code}, {"message", error.message}}}});
+    model.failed.push_back(true);
   }
-  if (args.json) {
-    Json document;
-    document["ptbundle_inspect_version"] = kInspectFormatVersion;
-    document["files"] = std::move(files);
-    print_json(document);
-  }
-  std::cout.flush();
-  if (!std::cout) return report(io_error("stdout: cannot write the report"));
-  return exit_code;
+  return out.print(model, exit_code);
 }
 
 }  // namespace
 
-Action add_inspect(CLI::App& root) {
+Command add_inspect(CLI::App& root) {
   auto* command = root.add_subcommand(
       "inspect",
       "Show what is inside ExecuTorch programs (.pte), data files (.ptd), bundled programs (.bpte),\n"
@@ -107,11 +78,11 @@ Action add_inspect(CLI::App& root) {
       "is that of the first file that fails. See ptbundle-inspect(1).");
   auto args = std::make_shared<InspectArgs>();
   command->add_option("PATH", args->paths, "Files or bundle folders to inspect")->required();
-  command->add_flag("--json", args->json,
+  add_json_flag(command,
                     "One JSON document on stdout: {\"ptbundle_inspect_version\": 1, \"files\": [...]}, described by\n"
                     "schemas/inspect.schema.json");
   command->add_flag("--sha256", args->sha256, "Add the SHA-256 of every file, segment, blob and delegate payload");
-  return [args] { return run_inspect(*args); };
+  return {command, [args](Output& out) { return run_inspect(*args, out); }};
 }
 
 }  // namespace ptb::app

@@ -3,183 +3,201 @@
 //   ptbundle merge -o OUT_DIR BUNDLE...
 // Parsing and printing only; the rules live in libbundle (merge.h).
 // Inputs that are folders are bundles; inputs that are files are programs.
+#include <cstdio>
 #include <filesystem>
-#include <iostream>
+#include <ostream>
 
 #include "command.h"
 #include "ptbundle/merge/merge.h"
-#include "ptbundle/export/merge_scan.h"
+#include "text_table.h"
 
 namespace ptb::app {
 namespace {
-
-// The version of the --json documents (schemas/merge.schema.json).
-constexpr int kMergeJsonVersion = 1;
 
 struct MergeOptions {
   std::string output;
   std::string output_data;
   std::vector<std::string> inputs;
   std::string fallback;
-  bool json = false;
   unsigned threads = 0;
 };
 
-// "a.pte,a.ptd" -> both; "a.pte" -> no data file. The comma before a name
-// ending in .ptd splits, so that other commas in paths survive.
-MergeSource parse_source(const std::string& text) {
-  auto comma = text.rfind(',');
-  if (comma != std::string::npos && comma + 1 < text.size()) {
-    std::string data = text.substr(comma + 1);
-    if (data.size() > 4 && data.compare(data.size() - 4, 4, ".ptd") == 0) return {text.substr(0, comma), data};
+// The models: schemas/merge.schema.json.
+struct OriginModel {
+  VariantOrigin origin;
+  template <class F>
+  void fields(F& f) const {
+    f("delegate", origin.delegate())("method", origin.method)("delegate_index", origin.delegate_index)(
+        "kind", std::string(variant_kind_name(origin.kind)))("target", origin.target())("target_sm", origin.target_sm)(
+        "ptx_compute", origin.ptx_compute)("library_key", origin.so_key)("library_size", origin.so_size)(
+        "source", origin.source_pte)("from_fallback_option", origin.from_fallback_option);
   }
-  return {text, ""};
+};
+
+std::vector<OriginModel> origins_of(const std::vector<VariantOrigin>& provenance) {
+  std::vector<OriginModel> origins;
+  for (const VariantOrigin& origin : provenance) origins.push_back({origin});
+  return origins;
 }
 
-Json provenance_json(const std::vector<VariantOrigin>& origins);
+struct VariantModel {
+  CudaVariant variant;
+  template <class F>
+  void fields(F& f) const {
+    f("target_sm", variant.target_sm)("ptx_compute", variant.ptx_compute)("fallback_only", variant.fallback_only);
+  }
+};
 
-void print_table(const MergeResult& result) {
-  std::vector<std::array<std::string, 4>> rows = {{"delegate", "kind", "target", "source"}};
-  for (const VariantOrigin& origin : result.provenance) {
+struct OutputsModel {
+  std::string pte;
+  std::optional<std::string> ptd;  // none when the inputs keep their weights inside the .pte
+  template <class F>
+  void fields(F& f) const {
+    f("pte", pte)("ptd", ptd);
+  }
+};
+
+struct WeightsModel {
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  template <class F>
+  void fields(F& f) const {
+    f("count", count)("bytes", bytes);
+  }
+};
+
+struct ProgramMergeModel {
+  OutputsModel outputs;
+  std::vector<VariantModel> variants;
+  std::vector<OriginModel> provenance;
+  WeightsModel weights;
+  uint64_t compared_bytes = 0;
+  template <class F>
+  void fields(F& f) const {
+    f("ptbundle_merge_version", 1)("outputs", outputs)("variants", variants)("provenance", provenance)(
+        "weights", weights)("compared_bytes", compared_bytes);
+  }
+};
+
+ProgramMergeModel model_of(const MergeResult& result) {
+  ProgramMergeModel model;
+  model.outputs.pte = result.output_pte;
+  if (!result.output_ptd.empty()) model.outputs.ptd = result.output_ptd;
+  for (const CudaVariant& variant : result.variants) model.variants.push_back({variant});
+  model.provenance = origins_of(result.provenance);
+  model.weights = {result.weight_count, result.weight_bytes};
+  model.compared_bytes = result.compared_bytes;
+  return model;
+}
+
+void render_text(std::ostream& out, const ProgramMergeModel& model) {
+  TextTable table({{"delegate"}, {"kind"}, {"target"}, {"source"}});
+  for (const OriginModel& row : model.provenance) {
+    const VariantOrigin& origin = row.origin;
     std::string source = origin.source_pte + (origin.kind == VariantKind::PtxFallback ? " [fallback]" : "");
-    rows.push_back({origin.delegate(), variant_kind_name(origin.kind), origin.target(), source});
+    table.add({origin.delegate(), variant_kind_name(origin.kind), origin.target(), source});
   }
-  std::array<size_t, 4> width{};
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < 4; ++c) width[c] = std::max(width[c], row[c].size());
-  }
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t c = 0; c < 4; ++c) {
-      line += row[c];
-      if (c + 1 < 4) line += std::string(width[c] - row[c].size() + 2, ' ');
-    }
-    std::cout << line << '\n';
-  }
+  for (const auto& line : table.lines("")) out << line << '\n';
 }
 
-Json result_json(const MergeResult& result) {
-  Json variants = Json::array();
-  for (const CudaVariant& v : result.variants) {
-    variants.push_back({{"target_sm", v.target_sm}, {"ptx_compute", v.ptx_compute}, {"fallback_only", v.fallback_only}});
-  }
-  Json outputs = {{"pte", result.output_pte}};
-  outputs["ptd"] = result.output_ptd.empty() ? Json(nullptr) : Json(result.output_ptd);
-  return {{"ptbundle_merge_version", kMergeJsonVersion},
-          {"outputs", outputs},
-          {"variants", variants},
-          {"provenance", provenance_json(result.provenance)},
-          {"weights", {{"count", result.weight_count}, {"bytes", result.weight_bytes}}},
-          {"compared_bytes", result.compared_bytes}};
-}
-
-int run_file_merge(const MergeOptions& options) {
+int run_file_merge(const MergeOptions& options, Output& out) {
   MergeRequest request;
-  for (const std::string& input : options.inputs) request.inputs.push_back(parse_source(input));
-  if (!options.fallback.empty()) request.fallback = parse_source(options.fallback);
+  for (const std::string& input : options.inputs) {
+    auto source = parse_merge_source(input);
+    if (!source) return out.fail(source.error());
+    request.inputs.push_back(*source);
+  }
+  if (!options.fallback.empty()) {
+    auto fallback = parse_merge_source(options.fallback);
+    if (!fallback) return out.fail(fallback.error());
+    request.fallback = *fallback;
+  }
   request.output_pte = options.output;
   request.output_ptd = options.output_data;
-  request.scan_library = merge_library_scan();
   request.threads = options.threads;
   auto result = merge_programs(request);
-  if (!result) return report(result.error());
-  if (options.json) {
-    print_json(result_json(*result));
-  } else {
-    print_table(*result);
+  if (!result) return out.fail(result.error());
+  if (!out.json()) {
     std::fprintf(stderr, "ptbundle: wrote %s%s%s (%zu variants per CUDA delegate)\n", result->output_pte.c_str(),
                  result->output_ptd.empty() ? "" : " and ", result->output_ptd.c_str(), result->variants.size());
   }
-  return 0;
+  return out.print(model_of(*result));
 }
 
-void print_bundle_table(const BundleMergeResult& result) {
-  std::vector<std::array<std::string, 6>> rows = {{"part", "layout", "delegate", "kind", "target", "source"}};
-  for (const MergedPart& part : result.parts) {
-    if (part.provenance.empty()) rows.push_back({part.name, part_merge_layout_name(part.layout), "-", "-", "-", "-"});
-    for (const VariantOrigin& origin : part.provenance) {
-      rows.push_back({part.name, part_merge_layout_name(part.layout), origin.delegate(), variant_kind_name(origin.kind),
-                      origin.target(), origin.source_pte});
+struct MergedPartModel {
+  std::string name;
+  PartMergeLayout layout = PartMergeLayout::Identical;
+  std::vector<OriginModel> provenance;
+  template <class F>
+  void fields(F& f) const {
+    f("name", name)("layout", std::string(part_merge_layout_name(layout)))("provenance", provenance);
+  }
+};
+
+struct BundleMergeModel {
+  std::string output_dir;
+  std::vector<MergedPartModel> parts;
+  Json manifest;  // bundle.json as written (schemas/bundle.schema.json)
+  template <class F>
+  void fields(F& f) const {
+    f("ptbundle_merge_version", 1)("output_dir", output_dir)("parts", parts)("manifest", manifest);
+  }
+};
+
+BundleMergeModel model_of(const BundleMergeResult& result) {
+  BundleMergeModel model;
+  model.output_dir = result.output_dir;
+  for (const MergedPart& part : result.parts) model.parts.push_back({part.name, part.layout, origins_of(part.provenance)});
+  model.manifest = manifest_to_json(result.manifest);
+  return model;
+}
+
+void render_text(std::ostream& out, const BundleMergeModel& model) {
+  TextTable table({{"part"}, {"layout"}, {"delegate"}, {"kind"}, {"target"}, {"source"}});
+  for (const MergedPartModel& part : model.parts) {
+    const std::string layout = part_merge_layout_name(part.layout);
+    if (part.provenance.empty()) table.add({part.name, layout, "-", "-", "-", "-"});
+    for (const OriginModel& row : part.provenance) {
+      const VariantOrigin& origin = row.origin;
+      table.add({part.name, layout, origin.delegate(), variant_kind_name(origin.kind), origin.target(), origin.source_pte});
     }
   }
-  std::array<size_t, 6> width{};
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  }
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      line += row[c];
-      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
-    }
-    std::cout << line << '\n';
-  }
+  for (const auto& line : table.lines("")) out << line << '\n';
 }
 
-Json provenance_json(const std::vector<VariantOrigin>& origins) {
-  Json out = Json::array();
-  for (const VariantOrigin& origin : origins) {
-    out.push_back({{"delegate", origin.delegate()},
-                   {"method", origin.method},
-                   {"delegate_index", origin.delegate_index},
-                   {"kind", variant_kind_name(origin.kind)},
-                   {"target", origin.target()},
-                   {"target_sm", origin.target_sm},
-                   {"ptx_compute", origin.ptx_compute},
-                   {"library_key", origin.so_key},
-                   {"library_size", origin.so_size},
-                   {"source", origin.source_pte},
-                   {"from_fallback_option", origin.from_fallback_option}});
-  }
-  return out;
-}
-
-int run_bundle_merge(const MergeOptions& options) {
+int run_bundle_merge(const MergeOptions& options, Output& out) {
   if (!options.output_data.empty() || !options.fallback.empty()) {
-    return report(usage_error("merge: --output-data and --fallback are for merging .pte files, not bundle folders"));
+    return out.fail(usage_error("merge: --output-data and --fallback are for merging .pte files, not bundle folders"));
   }
   BundleMergeRequest request;
   request.bundles = options.inputs;
   request.output_dir = options.output;
-  request.scan_library = merge_library_scan();
   request.threads = options.threads;
   request.tool_version = PTB_VERSION;
   auto result = merge_bundles(request);
-  if (!result) return report(result.error());
-  if (options.json) {
-    Json parts = Json::array();
-    for (const MergedPart& part : result->parts) {
-      parts.push_back({{"name", part.name},
-                       {"layout", part_merge_layout_name(part.layout)},
-                       {"provenance", provenance_json(part.provenance)}});
-    }
-    print_json({{"ptbundle_merge_version", kMergeJsonVersion},
-                {"output_dir", result->output_dir},
-                {"parts", parts},
-                {"manifest", manifest_to_json(result->manifest)}});
-  } else {
-    print_bundle_table(*result);
+  if (!result) return out.fail(result.error());
+  if (!out.json()) {
     std::fprintf(stderr, "ptbundle: wrote the bundle %s (%zu parts)\n", result->output_dir.c_str(), result->parts.size());
   }
-  return 0;
+  return out.print(model_of(*result));
 }
 
 // Bundle folders or .pte files; a mixture is a mistake worth naming.
-int run_merge(const MergeOptions& options) {
+int run_merge(const MergeOptions& options, Output& out) {
   size_t folders = 0;
   for (const std::string& input : options.inputs) {
     std::error_code ec;
     folders += std::filesystem::is_directory(input, ec) ? 1 : 0;
   }
-  if (folders == 0) return run_file_merge(options);
-  if (folders == options.inputs.size()) return run_bundle_merge(options);
-  return report(usage_error("merge: " + std::to_string(folders) + " of " + std::to_string(options.inputs.size()) +
+  if (folders == 0) return run_file_merge(options, out);
+  if (folders == options.inputs.size()) return run_bundle_merge(options, out);
+  return out.fail(usage_error("merge: " + std::to_string(folders) + " of " + std::to_string(options.inputs.size()) +
                             " inputs are folders; expected bundle folders only, or .pte files only"));
 }
 
 }  // namespace
 
-Action add_merge(CLI::App& root) {
+Command add_merge(CLI::App& root) {
   auto options = std::make_shared<MergeOptions>();
   CLI::App* command = root.add_subcommand(
       "merge",
@@ -194,9 +212,9 @@ Action add_merge(CLI::App& root) {
       ->required();
   command->add_option("--fallback", options->fallback,
                       "F.pte[,F.ptd]: an export with exactly one PTX-capable variant, added as the runtime fallback");
-  command->add_flag("--json", options->json, "Print the result as one JSON document");
+  add_json_flag(command, "Print the result as one JSON document (schemas/merge.schema.json)");
   command->add_option("--threads", options->threads, "Threads comparing weights (default: one per core, at most 4)");
-  return [options] { return run_merge(*options); };
+  return {command, [options](Output& out) { return run_merge(*options, out); }};
 }
 
 }  // namespace ptb::app

@@ -2,9 +2,8 @@
 // every check on bundles, programs and packages (libbundle's integrity.h,
 // libcuda's gpu_check.h); this file prints the outcomes. Exit 1 when any
 // check failed, 2 for a bad command line.
-#include <cstdio>
-#include <iostream>
 #include <memory>
+#include <ostream>
 
 #include "command.h"
 #include "ptbundle/cuda/gpu_check.h"
@@ -12,12 +11,9 @@
 namespace ptb::app {
 namespace {
 
-constexpr int kVerifyFormatVersion = 1;
-
 struct VerifyArgs {
   std::vector<std::string> paths;
   std::string gpu = "auto";
-  bool json = false;
   bool verbose = false;
 };
 
@@ -30,6 +26,20 @@ const char* mode_name(GpuMode mode) {
   return "auto";
 }
 
+// The model: schemas/verify.schema.json.
+struct GpuModel {
+  std::string mode;
+  std::string description;
+  std::vector<std::string> capabilities;
+  std::optional<std::string> driver_version;
+  std::optional<std::string> skip_reason;
+  template <class F>
+  void fields(F& f) const {
+    f("mode", mode)("description", description)("capabilities", capabilities)("driver_version", driver_version)(
+        "skip_reason", skip_reason);
+  }
+};
+
 struct Tally {
   size_t passed = 0, failed = 0, skipped = 0;
   void add(CheckStatus status) {
@@ -40,53 +50,64 @@ struct Tally {
   size_t total() const { return passed + failed + skipped; }
 };
 
-Tally tally_of(const std::vector<CheckOutcome>& outcomes, const std::string* path) {
+struct SummaryModel {
   Tally tally;
-  for (const auto& outcome : outcomes) {
-    if (!path || outcome.path == *path) tally.add(outcome.status);
+  template <class F>
+  void fields(F& f) const {
+    f("checks", tally.total())("passed", tally.passed)("failed", tally.failed)("skipped", tally.skipped);
   }
-  return tally;
-}
+};
 
-Json gpu_json(const GpuTarget& gpu) {
-  Json out;
-  out["mode"] = mode_name(gpu.mode);
-  out["description"] = gpu.description;
-  out["capabilities"] = Json::array();
-  for (const auto& capability : gpu.capabilities) out["capabilities"].push_back(capability.name());
-  out["driver_version"] = gpu.driver_version ? Json(cuda_version_name(gpu.driver_version)) : Json(nullptr);
-  out["skip_reason"] = gpu.skip_reason.empty() ? Json(nullptr) : Json(gpu.skip_reason);
-  return out;
-}
-
-void print_json_report(const VerifyReport& report, const VerifyArgs& args) {
-  const auto& outcomes = report.checks.outcomes();
-  Json document;
-  document["ptbundle_verify_version"] = kVerifyFormatVersion;
-  document["ok"] = !report.checks.failed();
-  document["gpu"] = gpu_json(report.gpu);
-  Tally all = tally_of(outcomes, nullptr);
-  document["summary"] = {{"checks", all.total()}, {"passed", all.passed}, {"failed", all.failed}, {"skipped", all.skipped}};
-  document["paths"] = Json::array();
-  for (const auto& path : args.paths) {
-    Tally tally = tally_of(outcomes, &path);
-    document["paths"].push_back({{"path", path},
-                                 {"ok", tally.failed == 0},
-                                 {"passed", tally.passed},
-                                 {"failed", tally.failed},
-                                 {"skipped", tally.skipped}});
+struct PathModel {
+  std::string path;
+  Tally tally;
+  template <class F>
+  void fields(F& f) const {
+    f("path", path)("ok", tally.failed == 0)("passed", tally.passed)("failed", tally.failed)("skipped", tally.skipped);
   }
-  document["checks"] = Json::array();
-  for (const auto& outcome : outcomes) {
-    document["checks"].push_back({{"check", outcome.check},
-                                  {"subject", outcome.subject},
-                                  {"status", check_status_name(outcome.status)},
-                                  {"message", outcome.message},
-                                  {"path", outcome.path}});
-  }
-  print_json(document);
-}
+};
 
+struct CheckModel {
+  CheckOutcome outcome;
+  template <class F>
+  void fields(F& f) const {
+    f("check", outcome.check)("subject", outcome.subject)("status", std::string(check_status_name(outcome.status)))(
+        "message", outcome.message)("path", outcome.path);
+  }
+};
+
+struct VerifyModel {
+  bool ok = true;
+  GpuModel gpu;
+  SummaryModel summary;
+  std::vector<PathModel> paths;
+  std::vector<CheckModel> checks;
+  bool verbose = false;  // text only: list the checks that passed too
+  template <class F>
+  void fields(F& f) const {
+    f("ptbundle_verify_version", 1)("ok", ok)("gpu", gpu)("summary", summary)("paths", paths)("checks", checks);
+  }
+};
+
+VerifyModel model_of(const VerifyReport& report, const VerifyArgs& args) {
+  VerifyModel model;
+  model.ok = !report.checks.failed();
+  model.gpu.mode = mode_name(report.gpu.mode);
+  model.gpu.description = report.gpu.description;
+  for (const auto& capability : report.gpu.capabilities) model.gpu.capabilities.push_back(capability.name());
+  if (report.gpu.driver_version) model.gpu.driver_version = cuda_version_name(report.gpu.driver_version);
+  if (!report.gpu.skip_reason.empty()) model.gpu.skip_reason = report.gpu.skip_reason;
+  for (const auto& path : args.paths) model.paths.push_back({path, {}});
+  for (const auto& outcome : report.checks.outcomes()) {
+    model.summary.tally.add(outcome.status);
+    for (PathModel& path : model.paths) {
+      if (path.path == outcome.path) path.tally.add(outcome.status);
+    }
+    model.checks.push_back({outcome});
+  }
+  model.verbose = args.verbose;
+  return model;
+}
 
 const char* status_word(CheckStatus status) {
   switch (status) {
@@ -98,37 +119,36 @@ const char* status_word(CheckStatus status) {
   return "ok  ";
 }
 
-void print_text_report(const VerifyReport& report, const VerifyArgs& args) {
-  for (const auto& path : args.paths) {
-    for (const auto& outcome : report.checks.outcomes()) {
-      if (outcome.path != path || (outcome.status == CheckStatus::Pass && !args.verbose)) continue;
+void render_text(std::ostream& out, const VerifyModel& model) {
+  for (const PathModel& path : model.paths) {
+    for (const CheckModel& check : model.checks) {
+      const CheckOutcome& outcome = check.outcome;
+      if (outcome.path != path.path || (outcome.status == CheckStatus::Pass && !model.verbose)) continue;
       // A message that starts with its subject (GPU verdicts name the part) is not preceded by it again.
-      std::cout << status_word(outcome.status) << ' ' << outcome.check << ' ';
-      if (!outcome.message.starts_with(outcome.subject)) std::cout << printable(outcome.subject) << ": ";
-      std::cout << printable(outcome.message) << '\n';
+      out << status_word(outcome.status) << ' ' << outcome.check << ' ';
+      if (!outcome.message.starts_with(outcome.subject)) out << printable(outcome.subject) << ": ";
+      out << printable(outcome.message) << '\n';
     }
-    Tally tally = tally_of(report.checks.outcomes(), &path);
-    std::cout << path << ": " << (tally.failed ? "FAILED, " + std::to_string(tally.failed) + " problem(s)" : std::string("ok"))
-              << " (" << tally.total() << " checks: " << tally.passed << " passed, " << tally.failed << " failed, "
-              << tally.skipped << " skipped; GPU: " << report.gpu.description << ")\n";
+    const Tally& tally = path.tally;
+    out << path.path << ": "
+        << (tally.failed ? "FAILED, " + std::to_string(tally.failed) + " problem(s)" : std::string("ok")) << " ("
+        << tally.total() << " checks: " << tally.passed << " passed, " << tally.failed << " failed, " << tally.skipped
+        << " skipped; GPU: " << model.gpu.description << ")\n";
   }
 }
 
-int run_verify(const VerifyArgs& args) {
+int run_verify(const VerifyArgs& args, Output& out) {
   VerifyOptions options;
   options.gpu = args.gpu;
   auto verified = verify_paths(args.paths, options);
-  if (!verified.ok()) return report(verified.error());
-  if (args.json) print_json_report(*verified, args);
-  else print_text_report(*verified, args);
-  std::cout.flush();
-  if (!std::cout) return report(io_error("stdout: cannot write the report"));
-  return verified->checks.failed() ? static_cast<int>(ErrorKind::Invalid) : 0;
+  if (!verified.ok()) return out.fail(verified.error());
+  const int exit_code = verified->checks.failed() ? static_cast<int>(ErrorKind::Invalid) : 0;
+  return out.print(model_of(*verified, args), exit_code);
 }
 
 }  // namespace
 
-Action add_verify(CLI::App& root) {
+Command add_verify(CLI::App& root) {
   auto* command = root.add_subcommand(
       "verify",
       "Check bundles, programs (.pte with its .ptd, .bpte) and AOTInductor packages (.pt2) before they are\n"
@@ -144,11 +164,11 @@ Action add_verify(CLI::App& root) {
                       "The GPU to check against: auto (this machine's; none found: skipped), a compute capability\n"
                       "(sm_86, 8.6, 86) or none")
       ->default_val("auto");
-  command->add_flag("--json", args->json,
+  add_json_flag(command,
                     "One JSON document on stdout listing every check with its outcome, described by\n"
                     "schemas/verify.schema.json");
   command->add_flag("--verbose,-v", args->verbose, "Also list the checks that passed");
-  return [args] { return run_verify(*args); };
+  return {command, [args](Output& out) { return run_verify(*args, out); }};
 }
 
 }  // namespace ptb::app

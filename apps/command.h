@@ -1,36 +1,34 @@
 // How the ptbundle binary is put together: each subcommand lives in its own
 // file (cmd_<name>.cc), adds itself to the CLI11 app with its options, and
-// returns the action to run once parsing succeeded. Actions return the exit
-// code documented in man/ptbundle.1.
+// returns the action to run once parsing succeeded. An action fills its
+// command's report model and prints it through Output (report.h); it returns
+// the exit code documented in man/ptbundle.1.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <functional>
-#include <nlohmann/json.hpp>
-#include <string>
 
-#include "ptbundle/base/result.h"
+#include "report.h"
 
 namespace ptb::app {
 
-using Json = nlohmann::ordered_json;
-using Action = std::function<int()>;
+using Action = std::function<int(Output&)>;
 
-Action add_inspect(CLI::App& root);
-Action add_export(CLI::App& root);
-Action add_merge(CLI::App& root);
-Action add_verify(CLI::App& root);
-Action add_run(CLI::App& root);
-Action add_gpus(CLI::App& root);
+struct Command {
+  CLI::App* app = nullptr;  // the parsed subcommand main dispatches by
+  Action action;
+};
 
-// Prints "ptbundle: error: <message>" on stderr and returns the exit code of
-// the error's kind.
-int report(const Error& error);
+// --json: main reads whether it was given (Output::json()), on parse errors too.
+inline CLI::Option* add_json_flag(CLI::App* command, const std::string& description) {
+  return command->add_flag("--json", description);
+}
 
-// One JSON document on stdout, with a trailing newline.
-void print_json(const Json& document);
-
-// "4.0 GiB", "312 B": sizes for people. JSON output always uses bytes.
-std::string human_size(uint64_t bytes);
+Command add_inspect(CLI::App& root);
+Command add_export(CLI::App& root);
+Command add_merge(CLI::App& root);
+Command add_verify(CLI::App& root);
+Command add_run(CLI::App& root);
+Command add_gpus(CLI::App& root);
 
 }  // namespace ptb::app

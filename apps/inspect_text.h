@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "command.h"
+#include "report.h"
 
 namespace ptb::app {
 

@@ -1,37 +1,47 @@
 // ptbundle: package PyTorch models compiled ahead of time for NVIDIA GPUs into
 // bundles that can be checked before they are loaded.
-#include <cstdio>
-#include <iostream>
+#include <cctype>
+#include <string_view>
+#include <vector>
 
 #include "command.h"
 
 namespace ptb::app {
+namespace {
 
-int report(const Error& error) {
-  std::fprintf(stderr, "ptbundle: error: %s\n", printable(error.message).c_str());
-  return static_cast<int>(error.kind);
-}
+// What the command line names before CLI11 has parsed it, so that a parse
+// error can still be reported as the command asked (--json) and name the
+// command: the first argument that is not an option, and whether --json is
+// among the arguments.
+struct Intent {
+  std::string word;  // empty: no command given
+  bool json = false;
+};
 
-// Strings read from files need not be UTF-8; dump() would throw on them, so
-// invalid bytes are replaced with U+FFFD instead.
-void print_json(const Json& document) {
-  std::cout << document.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
-}
-
-std::string human_size(uint64_t bytes) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  if (bytes < 1024) return std::to_string(bytes) + " B";
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
+Intent read_intent(int argc, char** argv) {
+  Intent intent;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (intent.word.empty() && !arg.starts_with("-")) intent.word = arg;
+    if (arg == "--json") intent.json = true;
   }
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f %s", value, kUnits[unit]);
-  return text;
+  return intent;
 }
 
+// CLI11's messages start with a capital letter; ours do not.
+std::string lowered(std::string message) {
+  if (!message.empty()) message[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(message[0])));
+  return message;
+}
+
+std::string command_names(const std::vector<Command>& commands) {
+  std::string names;
+  for (const Command& command : commands) names += (names.empty() ? "" : ", ") + command.app->get_name();
+  return names;
+}
+
+}  // namespace
 }  // namespace ptb::app
 
 int main(int argc, char** argv) {
@@ -47,9 +57,13 @@ int main(int argc, char** argv) {
   root.require_subcommand(1);
   root.fallthrough(false);
 
-  Action actions[] = {add_export(root), add_merge(root), add_verify(root),
-                      add_inspect(root), add_run(root), add_gpus(root)};
-  (void)actions;
+  const std::vector<Command> commands = {add_export(root), add_merge(root), add_verify(root),
+                                         add_inspect(root), add_run(root),   add_gpus(root)};
+  const Intent intent = read_intent(argc, argv);
+  const Command* named = nullptr;
+  for (const Command& command : commands) {
+    if (command.app->get_name() == intent.word) named = &command;
+  }
 
   try {
     root.parse(argc, argv);
@@ -60,13 +74,22 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return root.exit(e);
   } catch (const CLI::ParseError& e) {
-    root.exit(e);
-    return static_cast<int>(ptb::ErrorKind::Usage);
+    Output out(named ? intent.word : "", intent.json);
+    if (!named && !intent.word.empty()) {
+      return out.fail(ptb::usage_error("unknown command '" + intent.word + "'; see ptbundle --help"));
+    }
+    if (!named) {
+      return out.fail(ptb::usage_error("no command given; expected one of " + command_names(commands) +
+                                       "; see ptbundle --help"));
+    }
+    return out.fail(ptb::usage_error(intent.word + ": " + lowered(e.what()) + "; see ptbundle " + intent.word +
+                                     " --help"));
   }
-  int index = 0;
-  for (CLI::App* sub : root.get_subcommands({})) {
-    if (sub->parsed()) return actions[index]();
-    ++index;
+  for (const Command& command : commands) {
+    if (!command.app->parsed()) continue;
+    const CLI::Option* json = command.app->get_option_no_throw("--json");
+    Output out(command.app->get_name(), json && json->count() > 0);
+    return command.action(out);
   }
-  return static_cast<int>(ptb::ErrorKind::Usage);
+  return Output("", false).fail(ptb::usage_error("no command given; see ptbundle --help"));
 }

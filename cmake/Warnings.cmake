@@ -9,3 +9,12 @@ if(PTB_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+# GCC 12 at -O2 reports -Warray-bounds inside libstdc++'s char_traits for
+# chains of std::string operator+ (GCC bugs 105329 and 105651, fixed in 13);
+# which files trip it moves with inlining decisions, precompiled headers
+# included, so under -Werror it breaks builds at random. Real out-of-bounds
+# accesses are caught by the ASan+UBSan build that scripts/test runs.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+  target_compile_options(ptb_warnings INTERFACE -Wno-array-bounds)
+endif()

@@ -101,6 +101,23 @@ CommandResult run_cli(const std::string& args) {
   return result;
 }
 
+bool have_jsonschema() { return std::system("python3 -c 'import jsonschema' >/dev/null 2>&1") == 0; }
+
+std::string schema_problem(const std::string& schema, const std::string& document) {
+  TempDir scratch;
+  const fs::path schemas = fs::path(PTB_SOURCE_DIR) / "schemas";
+  {
+    std::ofstream(scratch / "document.json") << document;
+  }
+  std::string command = "python3 " + quote(fs::path(PTB_SOURCE_DIR) / "tests/validate_schema.py") + " " +
+                        quote(schemas / (schema + ".schema.json")) + " " + quote(scratch / "document.json") + " " +
+                        quote(schemas / "error.schema.json") + " " + quote(schemas / "bundle.schema.json") + " 2>" +
+                        quote(scratch / "problem");
+  if (std::system(command.c_str()) == 0) return "";
+  std::string problem = read_text(scratch / "problem");
+  return problem.empty() ? "the validator failed" : problem;
+}
+
 }  // namespace ptb::test
 
 DOCTEST_REGISTER_LISTENER("ptbundle-skips", 1, ptb::test::SkipListener);

@@ -45,6 +45,13 @@ struct CommandResult {
 CommandResult run_cli(const std::string& args);
 
 std::string read_text(const fs::path& path);
+
+// Whether python3 with the jsonschema module is here (the schema checks skip without it).
+bool have_jsonschema();
+// Checks `document` (the text of one JSON document) against schemas/<schema>.schema.json, with
+// the schemas it refers to (error, bundle), through tests/validate_schema.py: empty when valid,
+// otherwise the validator's message.
+std::string schema_problem(const std::string& schema, const std::string& document);
 std::string quote(const fs::path& path);
 
 }  // namespace ptb::test

@@ -465,6 +465,7 @@ TEST_CASE("run on GPU: the CLI runs a package, writes its output, checks it and 
   CHECK(doc["checks"][0]["passed"] == true);
   CHECK(doc["timing"]["iterations"] == 50);
   CHECK(doc["timing"]["min_ms"].get<double>() > 0);
+  if (ptb::test::have_jsonschema()) CHECK_MESSAGE(ptb::test::schema_problem("run", result.out) == "", result.out);
   HostTensor written = npy_tensor(dir / "out" / "mlp_et.out0.npy");
   HostTensor expected = npy_tensor(ptb::test::fixture("aoti/mlp_et.out0.npy"));
   auto stats = compare_tensors(written.view(), expected.view(), Tolerance{1e-7, 1e-5});
@@ -479,4 +480,15 @@ TEST_CASE("run on GPU: the CLI runs a package, writes its output, checks it and 
                                    ptb::test::quote(ptb::test::fixture("aoti/mlp_et.in0.npy")) + " --iterations 0");
   CHECK(strict.exit_code == 1);
   CHECK_CONTAINS(strict.err, "part mlp_et does not reproduce its test case (shape [4, 8], expected [4, 16]); export it again");
+
+  // With --json the report still comes, with the verdict as its error and exit code 1.
+  auto strict_json = ptb::test::run_cli("run " + ptb::test::quote(ptb::test::fixture("aoti/mlp_et.pt2")) + " --input " +
+                                        ptb::test::quote(ptb::test::fixture("aoti/mlp_et.in0.npy")) + " --expect 0=" +
+                                        ptb::test::quote(ptb::test::fixture("aoti/mlp_et.in0.npy")) + " --iterations 0 --json");
+  CHECK(strict_json.exit_code == 1);
+  auto failed = nlohmann::json::parse(strict_json.out);
+  CHECK(failed["exit_code"] == 1);
+  CHECK(failed["checks"][0]["passed"] == false);
+  CHECK_CONTAINS(failed["errors"][0]["message"].get<std::string>(), "does not reproduce its test case");
+  if (ptb::test::have_jsonschema()) CHECK_MESSAGE(ptb::test::schema_problem("run", strict_json.out) == "", strict_json.out);
 }

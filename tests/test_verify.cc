@@ -602,13 +602,8 @@ TEST_CASE("verify: every problem of a bundle is listed, not only the first, and 
   CHECK(document["ok"] == false);
   CHECK(document["gpu"]["mode"] == "none");
   CHECK(document["summary"]["failed"] == 5);
-  if (std::system("python3 -c 'import jsonschema' >/dev/null 2>&1") == 0) {
-    TempDir scratch;
-    std::ofstream(scratch / "out.json") << json_run.out;
-    std::string command = "python3 -c 'import json,sys,jsonschema; "
-                          "jsonschema.Draft202012Validator(json.load(open(sys.argv[1]))).validate(json.load(open(sys.argv[2])))' " +
-                          quote(fs::path(PTB_SOURCE_DIR) / "schemas/verify.schema.json") + " " + quote(scratch / "out.json");
-    CHECK(std::system(command.c_str()) == 0);
+  if (ptb::test::have_jsonschema()) {
+    CHECK(ptb::test::schema_problem("verify", json_run.out) == "");
   } else {
     ptb::test::skip("python3 with the jsonschema module is not installed: the JSON Schema is not checked");
   }

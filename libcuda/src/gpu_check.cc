@@ -49,7 +49,7 @@ Result<VerifyReport> verify_paths(const std::vector<std::string>& arguments, con
   PTB_TRY(report.gpu, resolve_gpu_target(options.gpu, options.driver_library));
   for (const std::string& argument : arguments) {
     report.checks.begin_path(argument);
-    std::vector<VerifySubject> subjects = check_integrity(parse_verify_input(argument), report.checks);
+    std::vector<VerifySubject> subjects = check_integrity(argument, report.checks);
     for (size_t i = 0; i < subjects.size();) {
       if (!subjects[i].target) {
         std::vector<GpuCapability> runs_on = check_gpu(subjects[i], report.gpu, report.checks);

@@ -14,7 +14,6 @@
 namespace ptb {
 namespace {
 
-constexpr const char* kCudaBackend = "CudaBackend";
 constexpr uint64_t kMaxLibraryBytes = 4ull << 30;  // inflated from a .pt2 for a scan
 
 constexpr const char* kPtxHint =
@@ -79,34 +78,31 @@ void scan_library(Library& library, Bytes bytes, const std::string& origin, cons
 
 std::vector<CudaUnit> program_units(const VerifySubject& subject, CheckList& checks) {
   std::vector<CudaUnit> units;
-  const std::vector<MethodInfo> methods = describe_methods(*subject.pte);
-  for (size_t plan = 0; plan < methods.size(); ++plan) {
-    for (size_t i = 0; i < methods[plan].delegates.size(); ++i) {
-      if (methods[plan].delegates[i].id != kCudaBackend) continue;
-      CudaUnit unit;
-      unit.where = methods[plan].name + " delegate " + std::to_string(i);
-      const std::string subject_name = subject.label + ": " + unit.where;
-      // Problems with the payload and its keys are the integrity checks' to report.
-      auto payload = decode_cuda_payload(subject.pte->delegate_payload(plan, i), methods[plan].name, subject_name);
-      if (!payload.ok()) continue;
-      std::vector<std::pair<Library, std::string>> wanted;
-      if (payload->form == CudaPayloadForm::MultiVariant) {
-        unit.multi_variant = true;
-        std::vector<VariantTarget> targets = variant_targets(payload->variants);
-        for (size_t v = 0; v < payload->variants.size(); ++v) {
-          wanted.push_back({Library{variant_label(v, payload->variants[v]), targets[v], {}, false}, payload->variants[v].so_key});
-        }
-      } else {
-        wanted.push_back({Library{"library", std::nullopt, {}, false}, payload->so_key});
+  const ProgramWithData& program = *subject.program;
+  for (const CudaDelegate& delegate : program.cuda_delegates()) {
+    // Problems with the payload and its keys are the integrity checks' to report.
+    if (!delegate.payload) continue;
+    const CudaPayload& payload = *delegate.payload;
+    CudaUnit unit;
+    unit.where = delegate.method + " delegate " + std::to_string(delegate.index);
+    const std::string subject_name = subject.label + ": " + unit.where;
+    std::vector<std::pair<Library, std::string>> wanted;
+    if (payload.form == CudaPayloadForm::MultiVariant) {
+      unit.multi_variant = true;
+      std::vector<VariantTarget> targets = variant_targets(payload.variants);
+      for (size_t v = 0; v < payload.variants.size(); ++v) {
+        wanted.push_back({Library{variant_label(v, payload.variants[v]), targets[v], {}, false}, payload.variants[v].so_key});
       }
-      for (auto& [library, key] : wanted) {
-        if (auto bytes = find_named_bytes(*subject.pte, subject.ptd.get(), key)) {
-          scan_library(library, bytes->bytes, bytes->file + ": key '" + key + "'", subject_name, checks);
-        }
-        unit.libraries.push_back(std::move(library));
-      }
-      units.push_back(std::move(unit));
+    } else {
+      wanted.push_back({Library{"library", std::nullopt, {}, false}, payload.so_key});
     }
+    for (auto& [library, key] : wanted) {
+      if (auto bytes = program.find(key)) {
+        scan_library(library, bytes->bytes, bytes->file + ": key '" + key + "'", subject_name, checks);
+      }
+      unit.libraries.push_back(std::move(library));
+    }
+    units.push_back(std::move(unit));
   }
   return units;
 }

@@ -3,21 +3,16 @@
 // this machine and compared with tolerance.h's rule. Where that cannot
 // happen (runner not built, no GPU, the part does not run on it) the check
 // is skipped with the reason, never passed.
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
-#include <filesystem>
 
 #include "ptbundle/cuda/gpu_check.h"
+#include "ptbundle/cuda/run.h"
 #include "ptbundle/cuda/run_part.h"
 #include "ptbundle/cuda/runner.h"
 #include "ptbundle/results/tolerance.h"
 
 namespace ptb {
 namespace {
-
-namespace fs = std::filesystem;
 
 std::vector<uint64_t> shape_of(const std::vector<int32_t>& sizes) {
   std::vector<uint64_t> shape;
@@ -52,20 +47,12 @@ void run_and_compare(const std::string& subject, const std::string& part_name, c
     checks.fail(checks::kTestcase, subject, outputs.error().message);
     return;
   }
-  std::vector<OutputComparison> comparisons;
+  std::vector<ExpectedOutput> wanted;
   for (size_t i = 0; i < expected.size(); ++i) {
-    OutputComparison comparison;
-    comparison.name = "output " + std::to_string(i);
-    comparison.tolerance = recorded ? *recorded : default_tolerance(expected[i].scalar_type);
-    if (i >= outputs->size()) {
-      comparison.problem = "the method returned " + std::to_string(outputs->size()) + " output(s)";
-    } else {
-      auto stats = compare_tensors((*outputs)[i].view(), expected[i], comparison.tolerance);
-      if (stats.ok()) comparison.stats = *stats;
-      else comparison.problem = stats.error().message;
-    }
-    comparisons.push_back(std::move(comparison));
+    wanted.push_back({i, "output " + std::to_string(i), expected[i],
+                      recorded ? *recorded : default_tolerance(expected[i].scalar_type)});
   }
+  const std::vector<OutputComparison> comparisons = compare_outputs(*outputs, wanted);
   const std::string verdict = test_case_verdict(part_name, comparisons);
   bool passed = std::all_of(comparisons.begin(), comparisons.end(), [](const OutputComparison& c) { return c.passed(); });
   if (passed) checks.pass(checks::kTestcase, subject, verdict + " on GPU " + std::to_string(device));
@@ -79,7 +66,8 @@ void reproduce_bundle_part(const VerifySubject& subject, GpuCapability gpu, int 
   options.method = subject.testcase_method;
   options.gpu = gpu;
   options.driver_version = driver_version;
-  auto part = open_run_part(*subject.bundle_dir, options);
+  // The subject's program and data file, as the integrity checks opened them.
+  auto part = open_run_part(subject.program, subject.part_name, options);
   if (!part.ok()) {
     checks.fail(checks::kTestcase, subject.label, part.error().message);
     return;
@@ -101,28 +89,8 @@ void reproduce_bundle_part(const VerifySubject& subject, GpuCapability gpu, int 
   run_and_compare(subject.label, subject.part_name, *part, device, inputs, expected, tolerance, checks);
 }
 
-// A private folder removed with everything in it when this goes.
-class ScratchFolder {
- public:
-  ScratchFolder() {
-    std::string pattern = (fs::temp_directory_path() / "ptbundle-verify-XXXXXX").string();
-    if (::mkdtemp(pattern.data())) path_ = pattern;  // mode 0700
-  }
-  ~ScratchFolder() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  ScratchFolder(const ScratchFolder&) = delete;
-  ScratchFolder& operator=(const ScratchFolder&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-// The runner opens programs from files: the program inside the .bpte is
-// written to a private folder, its data file linked beside it, and both go
-// once they are mapped.
+// The program inside the .bpte and its data file, as the integrity checks
+// opened them: nothing is written or read again.
 void reproduce_bundled_program(const VerifySubject& subject, GpuCapability gpu, int device, uint32_t driver_version,
                                CheckList& checks) {
   size_t cases = 0;
@@ -147,25 +115,12 @@ void reproduce_bundled_program(const VerifySubject& subject, GpuCapability gpu, 
         checks.skip(checks::kTestcase, where, unsupported + "; ptbundle runs tensors only");
         continue;
       }
-      ScratchFolder scratch;
-      if (scratch.path().empty()) {
-        checks.fail(checks::kTestcase, where, "cannot create a private temporary folder");
-        continue;
-      }
-      const fs::path program = fs::path(scratch.path()) / (subject.part_name + ".pte");
-      auto written = write_file_atomically(program.string(), subject.pte->bytes());
-      if (!written.ok()) {
-        checks.fail(checks::kTestcase, where, written.error().message);
-        continue;
-      }
-      std::error_code ec;
-      if (subject.ptd) fs::create_symlink(fs::absolute(subject.ptd->path(), ec), fs::path(scratch.path()) / (subject.part_name + ".ptd"), ec);
       RunPartOptions options;
       options.part = subject.part_name;
       options.method = suite.method_name;
       options.gpu = gpu;
       options.driver_version = driver_version;
-      auto part = open_run_part(program.string(), options);
+      auto part = open_run_part(subject.program, subject.part_name, options);
       if (!part.ok()) {
         checks.fail(checks::kTestcase, where, part.error().message);
         continue;
@@ -177,13 +132,7 @@ void reproduce_bundled_program(const VerifySubject& subject, GpuCapability gpu, 
 }
 
 bool has_cuda_delegate(const VerifySubject& subject) {
-  if (subject.kind == SubjectKind::Package) return true;
-  for (const MethodInfo& method : describe_methods(*subject.pte)) {
-    for (const DelegateInfo& delegate : method.delegates) {
-      if (delegate.id == "CudaBackend") return true;
-    }
-  }
-  return false;
+  return subject.kind == SubjectKind::Package || subject.program->has_cuda();
 }
 
 bool has_test_case(const VerifySubject& subject) {

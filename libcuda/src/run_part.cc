@@ -21,13 +21,13 @@
 #include "ptbundle/bundle/names.h"
 #include "ptbundle/formats/pt2.h"
 #include "ptbundle/formats/ptd.h"
+#include "ptbundle/integrity/integrity.h"
+#include "ptbundle/program/program_argument.h"
 
 namespace ptb {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr const char* kCudaBackend = "CudaBackend";
 
 std::string key_text(const std::string& key) { return "'" + key + "'"; }
 
@@ -37,100 +37,53 @@ uint64_t weights_total(const PartWeights& weights) {
   return total;
 }
 
-// The bytes a strided view reaches, as ExecuTorch's CudaWeightCache checks
-// them before it binds a weight.
+// The bytes a strided view reaches (weight_view_bytes, verify's rule), as
+// ExecuTorch's CudaWeightCache checks them before it binds a weight.
 Status check_weight_view(const CudaWeight& weight, const std::string& where) {
-  auto item = scalar_type_size(static_cast<int8_t>(weight.dtype));
-  if (!item || weight.dtype < 0 || weight.dtype > std::numeric_limits<int8_t>::max()) {
-    return invalid(where + ": weight '" + weight.fqn + "' has dtype " + std::to_string(weight.dtype) +
-                   ", which has no element size; expected an ExecuTorch ScalarType");
-  }
   if (weight.device_type != 0 && weight.device_type != 1) {
     return invalid(where + ": weight '" + weight.fqn + "' has device type " + std::to_string(weight.device_type) +
                    "; expected 0 (CPU) or 1 (CUDA)");
   }
-  if (weight.sizes.size() != weight.strides.size() || weight.storage_offset < 0) {
-    return invalid(where + ": weight '" + weight.fqn + "' has " + std::to_string(weight.sizes.size()) + " sizes, " +
-                   std::to_string(weight.strides.size()) + " strides and offset " +
-                   std::to_string(weight.storage_offset) + "; expected as many strides as sizes and offset >= 0");
-  }
-  const std::string overflow = where + ": weight '" + weight.fqn + "' has sizes and strides that overflow 64 bits";
-  uint64_t last = static_cast<uint64_t>(weight.storage_offset);
-  for (size_t dim = 0; dim < weight.sizes.size(); ++dim) {
-    if (weight.sizes[dim] < 0 || weight.strides[dim] < 0) {
-      return invalid(where + ": weight '" + weight.fqn + "' has a negative size or stride");
-    }
-    if (weight.sizes[dim] == 0) return {};  // an empty view reaches nothing
-    uint64_t span = 0;
-    if (__builtin_mul_overflow(static_cast<uint64_t>(weight.sizes[dim] - 1), static_cast<uint64_t>(weight.strides[dim]),
-                               &span) ||
-        __builtin_add_overflow(last, span, &last)) {
-      return invalid(overflow);
-    }
-  }
-  uint64_t needed = 0;
-  if (__builtin_add_overflow(last, 1, &needed) || __builtin_mul_overflow(needed, *item, &needed)) return invalid(overflow);
-  if (needed > weight.storage_nbytes) {
-    return invalid(where + ": weight '" + weight.fqn + "' reaches " + std::to_string(needed) + " bytes of a " +
+  auto needed = weight_view_bytes(weight);
+  if (!needed.ok()) return invalid(where + ": weight '" + weight.fqn + "': " + needed.error().message);
+  if (*needed > weight.storage_nbytes) {
+    return invalid(where + ": weight '" + weight.fqn + "' reaches " + std::to_string(*needed) + " bytes of a " +
                    std::to_string(weight.storage_nbytes) + "-byte storage; expected it to fit");
   }
   return {};
 }
 
-struct PteSource {
-  std::shared_ptr<PteFile> pte;
-  std::shared_ptr<PtdFile> ptd;  // null when the part has no data file
-  std::string name;
-};
-
-// The data file of a lone .pte: <stem>.ptd, <data_name>.ptd, aoti_cuda_blob.ptd.
-std::optional<std::string> find_data_file(const fs::path& pte_path, const DelegateInfo& delegate) {
-  std::vector<fs::path> candidates{fs::path(pte_path).replace_extension(".ptd")};
-  if (const CompileSpecEntry* spec = delegate.find_spec("data_name")) {
-    std::string name(spec->value.begin(), spec->value.end());
-    if (check_part_name(name, "data_name").ok()) candidates.push_back(pte_path.parent_path() / (name + ".ptd"));
-  }
-  candidates.push_back(pte_path.parent_path() / "aoti_cuda_blob.ptd");
-  for (const auto& candidate : candidates) {
-    std::error_code ec;
-    if (fs::is_regular_file(candidate, ec)) return candidate.string();
-  }
-  return std::nullopt;
+Result<Bytes> named_bytes(const ProgramWithData& source, const std::string& part, const std::string& key,
+                          const std::string& what) {
+  if (auto found = source.find(key)) return found->bytes;
+  std::string where = source.ptd() ? source.ptd()->path() + " (or " + source.pte().name() + ")" : source.pte().name();
+  std::string hint = source.ptd() ? "" : "; no data file was found beside it";
+  return invalid(where + ": no entry " + key_text(key) + ", the " + what + " of part " + part + hint);
 }
 
-Result<Bytes> find_named_bytes(const PteSource& source, const std::string& key, const std::string& what) {
-  if (source.ptd) {
-    if (const PtdEntry* entry = source.ptd->find(key)) return source.ptd->bytes(*entry);
-  }
-  if (const PteNamedData* entry = source.pte->find_named_data(key)) return source.pte->named_data_bytes(*entry);
-  std::string where = source.ptd ? source.ptd->path() + " (or " + source.pte->name() + ")" : source.pte->name();
-  std::string hint = source.ptd ? "" : "; no data file was found beside it";
-  return invalid(where + ": no entry " + key_text(key) + ", the " + what + " of part " + source.name + hint);
-}
-
-Status resolve_weights(const PteSource& source, const CudaPayload& payload, RunPart& part) {
+Status resolve_weights(const ProgramWithData& source, const std::string& name, const CudaPayload& payload,
+                       RunPart& part) {
   if (payload.form != CudaPayloadForm::MultiVariant) {
     if (payload.weights_key.empty()) return {};
-    if (!source.ptd && !source.pte->find_named_data(payload.weights_key)) {
-      return invalid(source.pte->name() + ": the weights blob " + key_text(payload.weights_key) + " of part " +
-                     source.name + " is in no data file: none was found beside it");
+    if (!source.ptd() && !source.pte().find_named_data(payload.weights_key)) {
+      return invalid(source.pte().name() + ": the weights blob " + key_text(payload.weights_key) + " of part " + name +
+                     " is in no data file: none was found beside it");
     }
-    PTB_TRY(Bytes blob, find_named_bytes(source, payload.weights_key, "weights blob"));
+    PTB_TRY(Bytes blob, named_bytes(source, name, payload.weights_key, "weights blob"));
     part.weights.layout = WeightsLayout::Blob;
     part.weights.blob_key = payload.weights_key;
     part.weights.blob = blob;
-    part.weights.file = source.ptd && source.ptd->find(payload.weights_key) ? source.ptd->path() : source.pte->name();
+    part.weights.file = source.find(payload.weights_key)->file;
     return {};
   }
   part.weights.layout = payload.weights.empty() ? WeightsLayout::None : WeightsLayout::PerFqn;
-  part.weights.file = source.ptd ? source.ptd->path() : source.pte->name();
+  part.weights.file = source.ptd() ? source.ptd()->path() : source.pte().name();
   for (const CudaWeight& weight : payload.weights) {
-    PTB_CHECK(check_weight_view(weight, source.pte->name()));
-    PTB_TRY(Bytes bytes, find_named_bytes(source, weight.storage_key, "weight '" + weight.fqn + "'"));
+    PTB_CHECK(check_weight_view(weight, source.pte().name()));
+    PTB_TRY(Bytes bytes, named_bytes(source, name, weight.storage_key, "weight '" + weight.fqn + "'"));
     if (bytes.size() != weight.storage_nbytes) {
-      std::string file = source.ptd && source.ptd->find(weight.storage_key) ? source.ptd->path() : source.pte->name();
-      return invalid(file + ": entry " + key_text(weight.storage_key) + " holds " + std::to_string(bytes.size()) +
-                     " bytes; weight '" + weight.fqn + "' of part " + source.name + " needs " +
+      return invalid(source.find(weight.storage_key)->file + ": entry " + key_text(weight.storage_key) + " holds " +
+                     std::to_string(bytes.size()) + " bytes; weight '" + weight.fqn + "' of part " + name + " needs " +
                      std::to_string(weight.storage_nbytes));
     }
     part.weights.tensors.push_back({weight, bytes});
@@ -147,13 +100,11 @@ Status check_kernels(RunPart& part, const RunPartOptions& options) {
   return {};
 }
 
-Result<RunPart> open_pte_part(const fs::path& pte_path, std::optional<fs::path> ptd_path, const std::string& name,
-                              const RunPartOptions& options) {
-  auto start = std::chrono::steady_clock::now();
-  PTB_TRY(PteFile pte_file, PteFile::open(pte_path.string()));
-  auto pte = std::make_shared<PteFile>(std::move(pte_file));
-  std::vector<MethodInfo> methods = describe_methods(*pte);
-  if (methods.empty()) return invalid(pte_path.string() + ": the program has no method");
+Result<RunPart> open_program_part(std::shared_ptr<const ProgramWithData> source, const std::string& name,
+                                  const RunPartOptions& options, std::chrono::steady_clock::time_point start) {
+  const std::string& program_name = source->name();
+  const std::vector<MethodInfo>& methods = source->methods();
+  if (methods.empty()) return invalid(program_name + ": the program has no method");
 
   size_t plan = 0;
   if (!options.method.empty() || methods.size() > 1) {
@@ -168,42 +119,27 @@ Result<RunPart> open_pte_part(const fs::path& pte_path, std::optional<fs::path> 
       }
     }
     if (!found) {
-      return usage_error(pte_path.string() + ": no method '" + wanted + "'; it has " + names +
+      return usage_error(program_name + ": no method '" + wanted + "'; it has " + names +
                          (options.method.empty() ? " (choose one with --method)" : ""));
     }
   }
   const MethodInfo& method = methods[plan];
-
-  std::optional<size_t> delegate_index;
-  for (size_t i = 0; i < method.delegates.size(); ++i) {
-    if (method.delegates[i].id != kCudaBackend) continue;
-    if (delegate_index) {
-      return invalid(pte_path.string() + ": method " + method.name +
-                     " has more than one CudaBackend delegate; ptbundle run handles a method that is one AOTInductor library");
-    }
-    delegate_index = i;
+  std::vector<const CudaDelegate*> cuda = source->cuda_delegates_of(plan);
+  if (cuda.size() > 1) {
+    return invalid(program_name + ": method " + method.name +
+                   " has more than one CudaBackend delegate; ptbundle run handles a method that is one AOTInductor library");
   }
-  if (!delegate_index) {
-    return invalid(pte_path.string() + ": method " + method.name +
+  if (cuda.empty()) {
+    return invalid(program_name + ": method " + method.name +
                    " has no CudaBackend delegate; ptbundle run runs AOTInductor libraries on the GPU");
   }
-  const DelegateInfo& delegate = method.delegates[*delegate_index];
-
-  PteSource source{pte, nullptr, name};
-  if (!ptd_path) {
-    if (auto found = find_data_file(pte_path, delegate)) ptd_path = *found;
-  }
-  if (ptd_path) {
-    PTB_TRY(PtdFile ptd_file, PtdFile::open(ptd_path->string()));
-    source.ptd = std::make_shared<PtdFile>(std::move(ptd_file));
-  }
-
-  const std::string context = pte_path.string() + ": " + method.name + " delegate " + std::to_string(*delegate_index);
-  PTB_TRY(CudaPayload payload, decode_cuda_payload(pte->delegate_payload(plan, *delegate_index), method.name, context));
+  const CudaDelegate& delegate = *cuda.front();
+  PTB_TRY(const CudaPayload* decoded, delegate.decoded());
+  const CudaPayload& payload = *decoded;
 
   RunPart part;
   part.name = name;
-  part.source = pte_path.string();
+  part.source = program_name;
   part.method = method.name;
   part.inputs = method.inputs;
   part.outputs = method.outputs;
@@ -213,7 +149,7 @@ Result<RunPart> open_pte_part(const fs::path& pte_path, std::optional<fs::path> 
     std::vector<VariantTarget> targets = variant_targets(payload.variants);
     if (!options.gpu) {
       if (payload.variants.size() != 1) {
-        return invalid(context + ": " + std::to_string(payload.variants.size()) +
+        return invalid(delegate.where + ": " + std::to_string(payload.variants.size()) +
                        " library variants, and no GPU to choose one for");
       }
       so_key = payload.variants[0].so_key;
@@ -227,13 +163,22 @@ Result<RunPart> open_pte_part(const fs::path& pte_path, std::optional<fs::path> 
   } else {
     part.variant = std::string("one library (") + cuda_payload_form_name(payload.form) + " payload)";
   }
-  PTB_TRY(part.library, find_named_bytes(source, so_key, "library"));
+  PTB_TRY(part.library, named_bytes(*source, name, so_key, "library"));
   part.library_key = so_key;
-  PTB_CHECK(resolve_weights(source, payload, part));
+  PTB_CHECK(resolve_weights(*source, name, payload, part));
   PTB_CHECK(check_kernels(part, options));
-  part.keep_alive = std::make_shared<PteSource>(source);
+  part.keep_alive = std::move(source);
   part.read_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return part;
+}
+
+Result<RunPart> open_pte_part(const fs::path& pte_path, std::optional<fs::path> ptd_path, const std::string& name,
+                              const RunPartOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  std::optional<std::string> data;
+  if (ptd_path) data = ptd_path->string();
+  PTB_TRY(ProgramWithData program, ProgramWithData::open(pte_path.string(), data));
+  return open_program_part(std::make_shared<const ProgramWithData>(std::move(program)), name, options, start);
 }
 
 Result<RunPart> open_pt2_part(const std::string& path, const RunPartOptions& options) {
@@ -379,15 +324,26 @@ const char* weights_layout_name(WeightsLayout layout) {
 
 uint64_t PartWeights::total_bytes() const { return weights_total(*this); }
 
+Result<RunPart> open_run_part(std::shared_ptr<const ProgramWithData> program, const std::string& name,
+                              const RunPartOptions& options) {
+  return open_program_part(std::move(program), name, options, std::chrono::steady_clock::now());
+}
+
 Result<RunPart> open_run_part(const std::string& path, const RunPartOptions& options) {
+  PTB_TRY(ProgramArgument argument, parse_program_argument(path));
   std::error_code ec;
-  fs::path input(path);
+  fs::path input(argument.program);
+  if (argument.data && input.extension() != ".pte") {
+    return usage_error(path + ": only a .pte takes a data file (a .pt2 holds its weights); expected PROGRAM.pte,DATA.ptd");
+  }
   if (fs::is_directory(input, ec)) return open_bundle_part(input, options);
-  if (!fs::exists(input, ec)) return io_error(path + ": no such file or folder");
-  if (input.extension() == ".pt2") return open_pt2_part(path, options);
+  if (!fs::exists(input, ec)) return io_error(argument.program + ": no such file or folder");
+  if (input.extension() == ".pt2") return open_pt2_part(argument.program, options);
   if (input.extension() == ".pte") {
     std::string name = options.part.empty() ? input.stem().string() : options.part;
-    return open_pte_part(input, std::nullopt, name, options);
+    std::optional<fs::path> data;
+    if (argument.data) data = *argument.data;
+    return open_pte_part(input, data, name, options);
   }
   return usage_error(path + ": not a bundle folder, a .pte or a .pt2 package");
 }

@@ -1,8 +1,9 @@
 #include "aoti_program.h"
 
 #include "ptbundle/formats/segment_source.h"
+#include "ptbundle/program/program_with_data.h"
 
-namespace ptb::exporter {
+namespace ptb::detail {
 namespace {
 
 constexpr uint32_t kHostBuffer = 1;
@@ -123,7 +124,7 @@ std::unique_ptr<fb::ProgramT> make_single_delegate_program(const SingleDelegateP
   plan->chains.push_back(std::move(chain));
 
   auto delegate = std::make_unique<fb::BackendDelegateT>();
-  delegate->id = "CudaBackend";
+  delegate->id = std::string(kCudaBackendId);
   delegate->processed = std::make_unique<fb::BackendDelegateDataReferenceT>();
   delegate->processed->location = fb::DataLocation::SEGMENT;
   delegate->processed->index = kPayloadSegment;
@@ -152,4 +153,4 @@ std::unique_ptr<fb::ProgramT> make_single_delegate_program(const SingleDelegateP
   return program;
 }
 
-}  // namespace ptb::exporter
+}  // namespace ptb::detail

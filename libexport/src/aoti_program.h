@@ -13,7 +13,7 @@
 
 #include "ptbundle/fb/program_generated.h"
 
-namespace ptb::exporter {
+namespace ptb::detail {
 
 struct TensorSignature {
   int8_t scalar_type = 0;
@@ -43,4 +43,4 @@ std::unique_ptr<fb::ProgramT> make_single_delegate_program(const SingleDelegateP
 std::string input_tree_spec(size_t count);
 std::string output_tree_spec(size_t count);
 
-}  // namespace ptb::exporter
+}  // namespace ptb::detail

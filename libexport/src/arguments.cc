@@ -1,6 +1,7 @@
 // The command-line shapes of --part and --example, parsed here so that the
 // CLI stays a thin layer and the rules are tested with the library.
 #include "ptbundle/export/export.h"
+#include "ptbundle/program/program_argument.h"
 
 namespace ptb {
 namespace {
@@ -30,21 +31,11 @@ Result<PartRequest> parse_part_argument(std::string_view text) {
   }
   PartRequest request;
   request.name = std::string(text.substr(0, equals));
-  std::string source(text.substr(equals + 1));
-  // Split at the last comma only when a .ptd name follows, so that other
-  // commas in paths survive (as `merge` reads its inputs).
-  auto comma = source.rfind(',');
-  if (comma != std::string::npos) {
-    std::string data = source.substr(comma + 1);
-    if (data.size() > 4 && data.compare(data.size() - 4, 4, ".ptd") == 0) {
-      request.data_file = data;
-      source.resize(comma);
-    }
-  }
-  if (source.empty()) {
-    return usage_error("--part " + request.name + ": no program before the data file; expected model.pte,data.ptd");
-  }
-  request.program = source;
+  // The rule every command splits PROGRAM[,DATA] by (program_argument.h).
+  auto source = parse_program_argument(text.substr(equals + 1));
+  if (!source.ok()) return usage_error("--part " + request.name + ": " + source.error().message);
+  request.program = std::move(source->program);
+  request.data_file = std::move(source->data);
   return request;
 }
 

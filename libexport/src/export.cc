@@ -23,7 +23,7 @@ namespace ptb {
 namespace {
 
 namespace fs = std::filesystem;
-using exporter::PreparedPart;
+using detail::PreparedPart;
 
 bool is_package(const std::string& path) { return fs::path(path).extension() == ".pt2"; }
 
@@ -247,10 +247,10 @@ Result<ExportReport> export_parts(const ExportOptions& options) {
   std::vector<PreparedPart> prepared;
   for (const auto& request : options.parts) {
     if (is_package(request.program)) {
-      PTB_TRY(auto part, exporter::prepare_aoti_part(request, dir.path()));
+      PTB_TRY(auto part, detail::prepare_aoti_part(request, dir.path()));
       prepared.push_back(std::move(part));
     } else {
-      PTB_TRY(auto part, exporter::prepare_executorch_part(request));
+      PTB_TRY(auto part, detail::prepare_executorch_part(request));
       prepared.push_back(std::move(part));
     }
   }

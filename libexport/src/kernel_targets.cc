@@ -4,7 +4,7 @@
 #include "prepared_part.h"
 #include "ptbundle/kernels/kernel_images.h"
 
-namespace ptb::exporter {
+namespace ptb::detail {
 
 Result<std::vector<KernelTarget>> kernel_targets_of(const std::vector<Bytes>& libraries,
                                                     const std::vector<std::string>& names) {
@@ -21,4 +21,4 @@ Result<std::vector<KernelTarget>> kernel_targets_of(const std::vector<Bytes>& li
   return targets;
 }
 
-}  // namespace ptb::exporter
+}  // namespace ptb::detail

@@ -17,8 +17,9 @@
 #include "ptbundle/formats/ptd_writer.h"
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/formats/segment_source.h"
+#include "ptbundle/program/program_with_data.h"
 
-namespace ptb::exporter {
+namespace ptb::detail {
 
 // The method an example belongs to: its name and, for an ExecuTorch source,
 // the signature the example must match.
@@ -47,8 +48,7 @@ struct PreparedPart {
 
   // What the segment sources above point into; unique_ptr keeps addresses
   // stable when the part is moved.
-  std::vector<std::unique_ptr<PteFile>> ptes;
-  std::vector<std::unique_ptr<PtdFile>> ptds;
+  std::vector<std::shared_ptr<const ProgramWithData>> programs;
   std::vector<std::unique_ptr<MappedFile>> files;
   std::vector<std::unique_ptr<NpyFile>> npys;
   std::vector<std::unique_ptr<std::vector<uint8_t>>> buffers;
@@ -72,4 +72,4 @@ Status attach_example(PreparedPart& part, const ExampleFiles& example, const Exa
 Result<std::vector<KernelTarget>> kernel_targets_of(const std::vector<Bytes>& libraries,
                                                     const std::vector<std::string>& names);
 
-}  // namespace ptb::exporter
+}  // namespace ptb::detail

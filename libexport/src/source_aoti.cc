@@ -10,7 +10,7 @@
 #include "ptbundle/formats/cuda_payload.h"
 #include "ptbundle/formats/pt2.h"
 
-namespace ptb::exporter {
+namespace ptb::detail {
 namespace {
 
 namespace fs = std::filesystem;
@@ -117,4 +117,4 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
   return part;
 }
 
-}  // namespace ptb::exporter
+}  // namespace ptb::detail

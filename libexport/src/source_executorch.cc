@@ -6,38 +6,14 @@
 
 #include "prepared_part.h"
 #include "ptbundle/formats/cuda_payload.h"
+#include "ptbundle/program/program_with_data.h"
 
-namespace ptb::exporter {
+namespace ptb::detail {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kCudaBackend = "CudaBackend";
 constexpr const char* kDataNameSpec = "data_name";
-// ExecuTorch's CUDA export names its data file after this external tag.
-constexpr const char* kDefaultDataFile = "aoti_cuda_blob.ptd";
-
-Result<std::optional<std::string>> find_data_file(const PartRequest& request) {
-  if (request.data_file) return std::optional<std::string>(*request.data_file);
-  fs::path program(request.program);
-  fs::path folder = program.parent_path().empty() ? fs::path(".") : program.parent_path();
-  std::error_code ec;
-  if (fs::is_regular_file(folder / kDefaultDataFile, ec)) return std::optional<std::string>((folder / kDefaultDataFile).string());
-  std::vector<std::string> found;
-  for (const auto& entry : fs::directory_iterator(folder, ec)) {
-    if (entry.path().extension() == ".ptd" && entry.is_regular_file(ec)) found.push_back(entry.path().string());
-  }
-  if (ec) return io_error(folder.string() + ": cannot list the folder to find the data file: " + ec.message());
-  if (found.empty()) return std::optional<std::string>();
-  if (found.size() > 1) {
-    std::sort(found.begin(), found.end());
-    std::string list;
-    for (const auto& f : found) list += (list.empty() ? "" : ", ") + fs::path(f).filename().string();
-    return usage_error(request.program + ": several data files beside it (" + list + "); name one: --part " +
-                       request.name + "=" + request.program + ",DATA.ptd");
-  }
-  return std::optional<std::string>(found.front());
-}
 
 // A key the program reads from named data, and who needs it.
 struct KeyNeed {
@@ -47,28 +23,18 @@ struct KeyNeed {
   bool library = false;  // a CUDA shared object, scanned for kernel targets
 };
 
-std::string spec_text(const DelegateInfo& delegate, const char* key, const std::string& fallback) {
-  const auto* spec = delegate.find_spec(key);
-  if (!spec) return fallback;
-  return std::string(spec->value.begin(), spec->value.end());
-}
-
-Result<std::vector<KeyNeed>> keys_needed(const PteFile& pte, const std::vector<MethodInfo>& methods) {
+Result<std::vector<KeyNeed>> keys_needed(const ProgramWithData& program) {
+  const PteFile& pte = program.pte();
   std::vector<KeyNeed> needs;
-  for (size_t p = 0; p < methods.size(); ++p) {
-    const auto& method = methods[p];
-    for (size_t d = 0; d < method.delegates.size(); ++d) {
-      const auto& delegate = method.delegates[d];
-      if (delegate.id != kCudaBackend) continue;
-      std::string who = pte.name() + ": " + method.name + " delegate " + std::to_string(d) + " (CudaBackend)";
-      PTB_TRY(auto payload, decode_cuda_payload(pte.delegate_payload(p, d), spec_text(delegate, "method_name", method.name), who));
-      if (payload.form == CudaPayloadForm::MultiVariant) {
-        for (const auto& variant : payload.variants) needs.push_back({variant.so_key, std::nullopt, who, true});
-        for (const auto& weight : payload.weights) needs.push_back({weight.storage_key, weight.storage_nbytes, who, false});
-      } else {
-        needs.push_back({payload.so_key, std::nullopt, who, true});
-        needs.push_back({payload.weights_key, std::nullopt, who, false});
-      }
+  for (const CudaDelegate& delegate : program.cuda_delegates()) {
+    std::string who = delegate.where + " (CudaBackend)";
+    PTB_TRY(const CudaPayload* payload, delegate.decoded());
+    if (payload->form == CudaPayloadForm::MultiVariant) {
+      for (const auto& variant : payload->variants) needs.push_back({variant.so_key, std::nullopt, who, true});
+      for (const auto& weight : payload->weights) needs.push_back({weight.storage_key, weight.storage_nbytes, who, false});
+    } else {
+      needs.push_back({payload->so_key, std::nullopt, who, true});
+      needs.push_back({payload->weights_key, std::nullopt, who, false});
     }
   }
   // Tensors whose data ExecuTorch loads from a data file by name.
@@ -111,7 +77,7 @@ Status name_delegates(fb::ProgramT& program, const std::string& name, const std:
                        ", which keeps its data inside the .pte and takes no data name; ptbundle names the data of "
                        "CudaBackend delegates (export this model with the CUDA backend)");
       }
-      if (delegate.id != kCudaBackend) continue;
+      if (delegate.id != kCudaBackendId) continue;
       fb::CompileSpecT* existing = nullptr;
       for (auto& spec : delegate.compile_specs)
         if (spec && spec->key == kDataNameSpec) existing = spec.get();
@@ -143,36 +109,29 @@ Result<PreparedPart> prepare_executorch_part(const PartRequest& request) {
   part.source.kind = "executorch";
   part.source.files.push_back(fs::path(request.program).filename().string());
 
-  PTB_TRY(auto pte_value, PteFile::open(request.program));
-  auto& pte = *part.ptes.emplace_back(std::make_unique<PteFile>(std::move(pte_value)));
-  auto methods = describe_methods(pte);
+  PTB_TRY(ProgramWithData opened, ProgramWithData::open(request.program, request.data_file));
+  const ProgramWithData& program = *part.programs.emplace_back(std::make_shared<const ProgramWithData>(std::move(opened)));
+  const PteFile& pte = program.pte();
+  const std::vector<MethodInfo>& methods = program.methods();
+  const PtdFile* ptd = program.ptd();
 
-  PTB_TRY(auto data_path, find_data_file(request));
-  const PtdFile* ptd = nullptr;
-  if (data_path) {
-    PTB_TRY(auto ptd_value, PtdFile::open(*data_path));
-    ptd = part.ptds.emplace_back(std::make_unique<PtdFile>(std::move(ptd_value))).get();
-  }
-
-  PTB_TRY(auto needs, keys_needed(pte, methods));
+  PTB_TRY(auto needs, keys_needed(program));
   bool data_needed = false;
   std::vector<Bytes> libraries;
   std::vector<std::string> library_names;
   for (const auto& need : needs) {
-    Bytes bytes;
-    if (const auto* entry = pte.find_named_data(need.key)) {
-      bytes = pte.named_data_bytes(*entry);
-    } else if (const auto* data_entry = ptd ? ptd->find(need.key) : nullptr) {
-      bytes = ptd->bytes(*data_entry);
-      data_needed = true;
-    } else if (!ptd) {
+    auto found = program.find(need.key);
+    if (!found && !ptd) {
       return invalid(need.who + " needs the key \"" + need.key + "\", which " + request.program +
                      " does not hold, and no data file was given or found beside it; expected --part " + request.name +
                      "=" + request.program + ",DATA.ptd");
-    } else {
+    }
+    if (!found) {
       return invalid(need.who + " needs the key \"" + need.key + "\", which neither " + request.program + " nor " +
                      ptd->path() + " holds; expected the data file exported with this program");
     }
+    const Bytes bytes = found->bytes;
+    data_needed = data_needed || found->in_data_file;
     if (need.size && bytes.size() != *need.size) {
       return invalid(need.who + " needs the key \"" + need.key + "\" with " + std::to_string(*need.size) +
                      " bytes; the file holds " + std::to_string(bytes.size()) + " bytes under it (a data file from another export?)");
@@ -200,10 +159,7 @@ Result<PreparedPart> prepare_executorch_part(const PartRequest& request) {
                                                           observed_alignment(segment.offset)));
   }
 
-  bool has_cuda = std::any_of(methods.begin(), methods.end(), [](const MethodInfo& m) {
-    return std::any_of(m.delegates.begin(), m.delegates.end(), [](const DelegateInfo& d) { return d.id == kCudaBackend; });
-  });
-  if (has_cuda) {
+  if (program.has_cuda()) {
     PTB_TRY(auto targets, kernel_targets_of(libraries, library_names));
     part.cuda = CudaInfo{std::move(targets), std::nullopt};
   }
@@ -222,4 +178,4 @@ Result<PreparedPart> prepare_executorch_part(const PartRequest& request) {
   return part;
 }
 
-}  // namespace ptb::exporter
+}  // namespace ptb::detail

@@ -6,7 +6,7 @@
 
 #include "prepared_part.h"
 
-namespace ptb::exporter {
+namespace ptb::detail {
 namespace {
 
 std::string shape_text(const std::vector<uint64_t>& shape) {
@@ -99,4 +99,4 @@ Status attach_example(PreparedPart& part, const ExampleFiles& example, const Exa
   return {};
 }
 
-}  // namespace ptb::exporter
+}  // namespace ptb::detail

@@ -4,7 +4,7 @@
 #include "inspect/inspect_internal.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string& path = ptb::fuzz::input_path(data, size);
+  const std::string& path = ptb::test::input_path(data, size);
   auto bpte = ptb::BpteFile::open(path);
   if (!bpte.ok()) return 0;
   (void)ptb::describe_methods(bpte->program());

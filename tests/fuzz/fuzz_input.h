@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <string>
 
-namespace ptb::fuzz {
+namespace ptb::test {
 
 inline const std::string& input_path(const uint8_t* data, size_t size) {
   static int fd = [] {
@@ -30,4 +30,4 @@ inline const std::string& input_path(const uint8_t* data, size_t size) {
   return path;
 }
 
-}  // namespace ptb::fuzz
+}  // namespace ptb::test

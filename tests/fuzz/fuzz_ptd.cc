@@ -5,7 +5,7 @@
 #include "ptbundle/base/sha256.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string& path = ptb::fuzz::input_path(data, size);
+  const std::string& path = ptb::test::input_path(data, size);
   auto ptd = ptb::PtdFile::open(path);
   if (!ptd.ok()) {
     if (ptd.error().message.find('\n') != std::string::npos) std::abort();

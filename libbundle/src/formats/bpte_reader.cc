@@ -84,22 +84,27 @@ bool has_method(const PteFile& program, const std::string& name) {
 }  // namespace
 
 Result<BpteFile> BpteFile::open(const std::string& path) {
-  BpteFile bpte;
   PTB_TRY(auto mapped, MappedFile::open(path));
-  bpte.file_ = std::make_shared<const MappedFile>(std::move(mapped));
+  return parse(std::move(mapped));
+}
+
+Result<BpteFile> BpteFile::parse(MappedFile file) {
+  BpteFile bpte;
+  const std::string path = file.path();
+  bpte.file_ = std::make_shared<const MappedFile>(std::move(file));
   Bytes data = bpte.file_->bytes();
   if (data.size() < 8) {
     return invalid(path + ": " + num(data.size()) +
                    " bytes is too short for a bundled program; expected at least 8 (root offset and file identifier 'BP08')");
   }
-  if (!wire::has_text_at(data, 4, kBundleIdentifier)) {
-    return invalid(path + ": file identifier at offset 4 is '" + wire::show_bytes(data.subspan(4, 4)) +
+  if (!detail::has_text_at(data, 4, kBundleIdentifier)) {
+    return invalid(path + ": file identifier at offset 4 is '" + detail::show_bytes(data.subspan(4, 4)) +
                    "'; expected 'BP08' (an ExecuTorch bundled program)");
   }
-  if (!wire::verifiable_size(data.size())) {
+  if (!detail::verifiable_size(data.size())) {
     return invalid(path + ": " + num(data.size()) + " bytes is too large for a bundled program; expected less than 2 GiB");
   }
-  flatbuffers::Verifier verifier(data.data(), data.size(), wire::verifier_options(data.size()));
+  flatbuffers::Verifier verifier(data.data(), data.size(), detail::verifier_options(data.size()));
   if (!fb::bpte::VerifyBundledProgramBuffer(verifier)) {
     return invalid(path + ": flatbuffer fails FlatBuffers verification; expected a valid BundledProgram");
   }
@@ -117,7 +122,7 @@ Result<BpteFile> BpteFile::open(const std::string& path) {
       if (!suite->method_name()) return invalid(path + ": test suite " + num(s) + " has no method name; expected one");
       BundledTestSuite out;
       out.method_name = suite->method_name()->str();
-      std::string context = path + ": test suite '" + wire::show_text(out.method_name) + "'";
+      std::string context = path + ": test suite '" + detail::show_text(out.method_name) + "'";
       if (!has_method(bpte.program_, out.method_name)) {
         return invalid(context + " names a method the program does not have");
       }

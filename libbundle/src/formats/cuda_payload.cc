@@ -42,14 +42,14 @@ class PayloadReader {
 
   Result<uint32_t> u32(const char* field) {
     PTB_CHECK(need(4, field));
-    uint32_t value = wire::u32le(data_, offset_);
+    uint32_t value = detail::u32le(data_, offset_);
     offset_ += 4;
     return value;
   }
 
   Result<uint64_t> u64(const char* field) {
     PTB_CHECK(need(8, field));
-    uint64_t value = wire::u64le(data_, offset_);
+    uint64_t value = detail::u64le(data_, offset_);
     offset_ += 8;
     return value;
   }
@@ -58,7 +58,7 @@ class PayloadReader {
     PTB_TRY(uint32_t length, u32(field));
     PTB_CHECK(need(length, field));
     Bytes bytes = data_.subspan(offset_, length);
-    if (!wire::valid_utf8(bytes)) return error(std::string(field) + " is not valid UTF-8");
+    if (!detail::valid_utf8(bytes)) return error(std::string(field) + " is not valid UTF-8");
     offset_ += length;
     return std::string(bytes.begin(), bytes.end());
   }
@@ -126,7 +126,7 @@ Result<CudaWeight> read_weight(PayloadReader& reader) {
   weight.dtype = static_cast<int32_t>(dtype);
   weight.device_type = static_cast<int32_t>(device);
   weight.storage_offset = static_cast<int64_t>(storage_offset);
-  std::string which = "weight '" + wire::show_text(weight.fqn) + "'";
+  std::string which = "weight '" + detail::show_text(weight.fqn) + "'";
   if (weight.fqn.empty() || weight.storage_key.empty()) return reader.error("a weight has an empty fqn or storage key");
   if (ndim > kMaxDims) return reader.error(which + " has " + num(ndim) + " dimensions; expected at most 64");
   for (uint32_t i = 0; i < ndim; ++i) {
@@ -190,7 +190,7 @@ Result<CudaPayload> decode_single_blob(Bytes payload, const std::string& context
   };
   if (newline == std::string_view::npos || !printable(text.substr(0, newline)) || !printable(text.substr(newline + 1))) {
     return invalid(context + ": CUDA payload of " + num(payload.size()) + " bytes starting '" +
-                   wire::show_bytes(payload.first(std::min<size_t>(payload.size(), 16))) +
+                   detail::show_bytes(payload.first(std::min<size_t>(payload.size(), 16))) +
                    "' is not a known form; expected empty, '<so_key>\\n<weights_key>' or 'ETCUDAFQN0'");
   }
   CudaPayload out;
@@ -235,7 +235,7 @@ Result<CudaPayload> decode_cuda_payload(Bytes payload, const std::string& method
     out.weights_key = method_name + "_weights_blob";
     return out;
   }
-  if (wire::has_text_at(payload, 0, kMagic)) return decode_multi_variant(payload, context);
+  if (detail::has_text_at(payload, 0, kMagic)) return decode_multi_variant(payload, context);
   return decode_single_blob(payload, context);
 }
 

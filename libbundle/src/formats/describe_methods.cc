@@ -103,7 +103,7 @@ bool CompileSpecEntry::is_text() const {
     if (byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') return false;
     if (byte == 0x7f) return false;
   }
-  return wire::valid_utf8(Bytes(value.data(), value.size()));
+  return detail::valid_utf8(Bytes(value.data(), value.size()));
 }
 
 const CompileSpecEntry* DelegateInfo::find_spec(std::string_view key) const {

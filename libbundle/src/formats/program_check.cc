@@ -264,7 +264,7 @@ Result<std::vector<PteNamedData>> check_named_data(const fb::Program& program,
     if (!entry->key()) return invalid(where + ": named data entry " + num(uint64_t{i}) + " has no key; expected a key");
     std::string key = entry->key()->str();
     if (entry->segment_index() >= segments.size()) {
-      return invalid(where + ": named data '" + wire::show_text(key) + "' refers to segment " + num(uint64_t{entry->segment_index()}) +
+      return invalid(where + ": named data '" + detail::show_text(key) + "' refers to segment " + num(uint64_t{entry->segment_index()}) +
                      ", but the program has " + num(uint64_t{segments.size()}) + " segments");
     }
     entries.push_back({std::move(key), entry->segment_index(), segments[entry->segment_index()].size});
@@ -292,7 +292,7 @@ Result<std::vector<std::vector<DelegateRef>>> check_plans(const fb::Program& pro
   for (flatbuffers::uoffset_t p = 0; p < program.execution_plan()->size(); ++p) {
     const fb::ExecutionPlan* plan = program.execution_plan()->Get(p);
     if (!plan->name()) return invalid(where + ": execution plan " + num(uint64_t{p}) + " has no name; expected a method name");
-    std::string context = where + ": method '" + wire::show_text(plan->name()->str()) + "'";
+    std::string context = where + ": method '" + detail::show_text(plan->name()->str()) + "'";
     uint64_t values = count(plan->values());
     PTB_CHECK(check_values(program, *plan, context));
     PTB_CHECK(check_indices(plan->inputs(), values, context, "inputs", "values"));

@@ -21,24 +21,24 @@ Result<PtdHeader> read_header(Bytes data, const std::string& path) {
     return invalid(path + ": " + num(data.size()) +
                    " bytes is too short for a data file; expected at least 8 (root offset and file identifier 'FT01')");
   }
-  if (!wire::has_text_at(data, 4, kDataIdentifier)) {
-    return invalid(path + ": file identifier at offset 4 is '" + wire::show_bytes(data.subspan(4, 4)) +
+  if (!detail::has_text_at(data, 4, kDataIdentifier)) {
+    return invalid(path + ": file identifier at offset 4 is '" + detail::show_bytes(data.subspan(4, 4)) +
                    "'; expected 'FT01' (an ExecuTorch data file)");
   }
   if (data.size() < kHeaderOffset + kHeaderLength) {
     return invalid(path + ": header at offset 8 is cut off: the file ends at byte " + num(data.size()) +
                    "; expected at least " + num(kHeaderOffset + kHeaderLength) + " bytes");
   }
-  if (!wire::has_text_at(data, kHeaderOffset, kHeaderMagic)) {
-    return invalid(path + ": header magic at offset 8 is '" + wire::show_bytes(data.subspan(kHeaderOffset, 4)) +
+  if (!detail::has_text_at(data, kHeaderOffset, kHeaderMagic)) {
+    return invalid(path + ": header magic at offset 8 is '" + detail::show_bytes(data.subspan(kHeaderOffset, 4)) +
                    "'; expected 'FH01'");
   }
   PtdHeader header;
-  header.length = wire::u32le(data, kHeaderOffset + 4);
-  header.flatbuffer_offset = wire::u64le(data, kHeaderOffset + 8);
-  header.flatbuffer_size = wire::u64le(data, kHeaderOffset + 16);
-  header.segment_base_offset = wire::u64le(data, kHeaderOffset + 24);
-  header.segment_data_size = wire::u64le(data, kHeaderOffset + 32);
+  header.length = detail::u32le(data, kHeaderOffset + 4);
+  header.flatbuffer_offset = detail::u64le(data, kHeaderOffset + 8);
+  header.flatbuffer_size = detail::u64le(data, kHeaderOffset + 16);
+  header.segment_base_offset = detail::u64le(data, kHeaderOffset + 24);
+  header.segment_data_size = detail::u64le(data, kHeaderOffset + 32);
   if (header.length < kHeaderLength) {
     return invalid(path + ": header length " + num(header.length) + " at offset 12 is too small; expected at least " +
                    num(kHeaderLength));
@@ -77,28 +77,28 @@ Result<TensorLayout> read_layout(const fb::ptd::TensorLayout& layout, const std:
 }  // namespace
 
 Result<PtdFile> PtdFile::open(const std::string& path) {
-  PTB_TRY(auto file, MappedFile::open(path));
-  return open_mapped(std::move(file));
+  PTB_TRY(auto mapped, MappedFile::open(path));
+  return parse(std::move(mapped));
 }
 
 Result<PtdFile> PtdFile::open_in(const BundleDir& dir, const std::string& relative) {
-  PTB_TRY(auto file, MappedFile::open_in(dir, relative));
-  return open_mapped(std::move(file));
+  PTB_TRY(auto mapped, MappedFile::open_in(dir, relative));
+  return parse(std::move(mapped));
 }
 
-Result<PtdFile> PtdFile::open_mapped(MappedFile file) {
+Result<PtdFile> PtdFile::parse(MappedFile file) {
   PtdFile ptd;
+  const std::string path = file.path();
   ptd.file_ = std::move(file);
-  const std::string path = ptd.file_.path();
   Bytes data = ptd.file_.bytes();
   PTB_TRY(ptd.header_, read_header(data, path));
 
   uint64_t flatbuffer_end = ptd.header_.flatbuffer_offset + ptd.header_.flatbuffer_size;
-  if (!wire::verifiable_size(flatbuffer_end)) {
+  if (!detail::verifiable_size(flatbuffer_end)) {
     return invalid(path + ": flatbuffer of " + num(flatbuffer_end) + " bytes is too large; expected less than 2 GiB");
   }
   flatbuffers::Verifier verifier(data.data(), static_cast<size_t>(flatbuffer_end),
-                                 wire::verifier_options(static_cast<size_t>(flatbuffer_end)));
+                                 detail::verifier_options(static_cast<size_t>(flatbuffer_end)));
   if (!fb::ptd::VerifyFlatTensorBuffer(verifier)) {
     return invalid(path + ": flatbuffer (" + num(flatbuffer_end) +
                    " bytes from offset 0) fails FlatBuffers verification; expected a valid FlatTensor");
@@ -127,7 +127,7 @@ Result<PtdFile> PtdFile::open_mapped(MappedFile file) {
       if (!entry->key()) return invalid(path + ": named data entry " + num(i) + " has no key; expected a key");
       PtdEntry out;
       out.key = entry->key()->str();
-      std::string context = path + ": key '" + wire::show_text(out.key) + "'";
+      std::string context = path + ": key '" + detail::show_text(out.key) + "'";
       if (entry->segment_index() >= ptd.segments_.size()) {
         return invalid(context + " refers to segment " + num(entry->segment_index()) + ", but the file has " +
                        num(ptd.segments_.size()) + " segments");

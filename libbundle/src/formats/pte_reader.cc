@@ -20,15 +20,15 @@ constexpr uint32_t kExtendedHeaderFullLength = 32;
 std::string num(uint64_t value) { return std::to_string(value); }
 
 Result<std::optional<PteExtendedHeader>> read_extended_header(Bytes data, const std::string& name) {
-  if (!wire::has_text_at(data, kExtendedHeaderOffset, kExtendedHeaderMagic)) return std::optional<PteExtendedHeader>();
+  if (!detail::has_text_at(data, kExtendedHeaderOffset, kExtendedHeaderMagic)) return std::optional<PteExtendedHeader>();
   if (data.size() < kExtendedHeaderOffset + kExtendedHeaderMinimumLength) {
     return invalid(name + ": extended header at offset 8 is cut off: the file ends at byte " + num(data.size()) +
                    "; expected at least " + num(kExtendedHeaderOffset + kExtendedHeaderMinimumLength) + " bytes");
   }
   PteExtendedHeader header;
-  header.length = wire::u32le(data, kExtendedHeaderOffset + 4);
-  header.program_size = wire::u64le(data, kExtendedHeaderOffset + 8);
-  header.segment_base_offset = wire::u64le(data, kExtendedHeaderOffset + 16);
+  header.length = detail::u32le(data, kExtendedHeaderOffset + 4);
+  header.program_size = detail::u64le(data, kExtendedHeaderOffset + 8);
+  header.segment_base_offset = detail::u64le(data, kExtendedHeaderOffset + 16);
   if (header.length < kExtendedHeaderMinimumLength) {
     return invalid(name + ": extended header length " + num(header.length) + " at offset 12 is too small; expected at least " +
                    num(kExtendedHeaderMinimumLength));
@@ -38,7 +38,7 @@ Result<std::optional<PteExtendedHeader>> read_extended_header(Bytes data, const 
       return invalid(name + ": extended header at offset 8 is cut off: the file ends at byte " + num(data.size()) +
                      "; expected at least " + num(kExtendedHeaderOffset + kExtendedHeaderFullLength) + " bytes");
     }
-    header.segment_data_size = wire::u64le(data, kExtendedHeaderOffset + 24);
+    header.segment_data_size = detail::u64le(data, kExtendedHeaderOffset + 24);
   }
   if (header.program_size < kExtendedHeaderOffset + header.length || header.program_size > data.size()) {
     return invalid(name + ": extended header program_size " + num(header.program_size) +
@@ -91,18 +91,18 @@ Result<PteFile> PteFile::parse(std::shared_ptr<const MappedFile> owner, Bytes da
     return invalid(where + ": " + num(data.size()) +
                    " bytes is too short for a program; expected at least 8 (root offset and file identifier 'ET12')");
   }
-  if (!wire::has_text_at(data, 4, kProgramIdentifier)) {
-    return invalid(where + ": file identifier at offset 4 is '" + wire::show_bytes(data.subspan(4, 4)) +
+  if (!detail::has_text_at(data, 4, kProgramIdentifier)) {
+    return invalid(where + ": file identifier at offset 4 is '" + detail::show_bytes(data.subspan(4, 4)) +
                    "'; expected 'ET12' (an ExecuTorch program)");
   }
   PTB_TRY(pte.header_, read_extended_header(data, where));
   pte.flatbuffer_size_ = pte.header_ ? pte.header_->program_size : data.size();
-  if (!wire::verifiable_size(pte.flatbuffer_size_)) {
+  if (!detail::verifiable_size(pte.flatbuffer_size_)) {
     return invalid(where + ": program flatbuffer of " + num(pte.flatbuffer_size_) +
                    " bytes is too large; expected less than 2 GiB");
   }
   flatbuffers::Verifier verifier(data.data(), static_cast<size_t>(pte.flatbuffer_size_),
-                                 wire::verifier_options(static_cast<size_t>(pte.flatbuffer_size_)));
+                                 detail::verifier_options(static_cast<size_t>(pte.flatbuffer_size_)));
   if (!fb::VerifyProgramBuffer(verifier)) {
     return invalid(where + ": program flatbuffer (" + num(pte.flatbuffer_size_) +
                    " bytes from offset 0) fails FlatBuffers verification; expected a valid ExecuTorch Program");

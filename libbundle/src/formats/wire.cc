@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-namespace ptb::wire {
+namespace ptb::detail {
 
 std::string show_bytes(Bytes data) {
   std::string out;
@@ -64,4 +64,4 @@ bool valid_utf8(Bytes data) {
   return true;
 }
 
-}  // namespace ptb::wire
+}  // namespace ptb::detail

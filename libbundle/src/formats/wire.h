@@ -12,7 +12,7 @@
 
 #include "ptbundle/base/file.h"
 
-namespace ptb::wire {
+namespace ptb::detail {
 
 // The caller has checked that `data` holds at least 4 (8) bytes at `offset`.
 inline uint32_t u32le(Bytes data, size_t offset) {
@@ -58,4 +58,4 @@ inline flatbuffers::Verifier::Options verifier_options(size_t buffer_size) {
 // The verifier asserts on buffers of 2 GiB or more; callers refuse those first.
 inline bool verifiable_size(uint64_t size) { return size < FLATBUFFERS_MAX_BUFFER_SIZE; }
 
-}  // namespace ptb::wire
+}  // namespace ptb::detail

@@ -1,5 +1,7 @@
 // The inspect objects of a data file (.ptd) and of a bundled program (.bpte).
 #include "inspect/inspect_internal.h"
+#include "ptbundle/base/sha256.h"
+#include "ptbundle/program/program_with_data.h"
 #include "ptbundle/formats/bpte.h"
 #include "ptbundle/formats/ptd.h"
 
@@ -81,7 +83,9 @@ InspectJson inspect_bundled(const BpteFile& bpte, const InspectOptions& options)
   InspectJson program;
   program["offset"] = bpte.program().base_offset();
   program["size"] = bpte.program().bytes().size();
-  program.update(inspect_program(bpte.program(), options));
+  // The program is borrowed from `bpte` for the length of this call.
+  const ProgramWithData inner(std::shared_ptr<const PteFile>(std::shared_ptr<const PteFile>(), &bpte.program()), nullptr);
+  program.update(inspect_program(inner, options));
   out["program"] = std::move(program);
   out["test_suites"] = InspectJson::array();
   for (const auto& suite : bpte.test_suites()) {

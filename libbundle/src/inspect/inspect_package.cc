@@ -1,5 +1,7 @@
 // The inspect object of an AOTInductor package (.pt2): entries, and per model
 // its library, weights blob, kernel files and AOTI metadata.
+#include <cstring>
+
 #include "inspect/inspect_internal.h"
 #include "ptbundle/formats/pt2.h"
 
@@ -17,8 +19,7 @@ Result<InspectJson> entry_json(const Pt2Package& package, const std::string& nam
   InspectJson out;
   out["name"] = name;
   out["size"] = entry ? entry->size : 0;
-  bool want_kernels = scan && static_cast<bool>(options.scan_kernels);
-  if (!entry || (!options.sha256 && !want_kernels)) return out;
+  if (!entry || (!options.sha256 && !scan)) return out;
   if (entry->size > kMaxEntryRead) {
     out["skipped"] = "larger than 4 GiB: not hashed or scanned";
     return out;
@@ -27,15 +28,17 @@ Result<InspectJson> entry_json(const Pt2Package& package, const std::string& nam
   if (options.sha256) {
     PTB_TRY(out["sha256"], package.sha256_entry(name, entry->size));
   }
-  if (want_kernels) {
-    // The scanner needs random access: the entry is inflated into an
-    // unnamed temporary file and mapped, never held in anonymous memory.
-    PTB_TRY(MappedFile inflated, package.extract_entry_mapped(name, entry->size));
-    auto kernels = options.scan_kernels(inflated.bytes(), package.path() + ": " + name);
-    if (kernels.ok()) {
-      out["kernels"] = std::move(kernels).value();
+  if (scan) {
+    // The scanner needs random access: the entry is inflated into an unnamed
+    // temporary file and mapped, never held in anonymous memory; a library
+    // only when it starts as an ELF file, so a bomb of zeros costs no disk.
+    PTB_TRY(auto prefix, package.read_entry_prefix(name, 4));
+    const bool library = name.ends_with(".so");
+    if (library && (prefix.size() < 4 || std::memcmp(prefix.data(), "\x7f" "ELF", 4) != 0)) {
+      add_kernels(out, Bytes(prefix.data(), prefix.size()), package.path() + ": " + name);
     } else {
-      out["kernels_error"] = kernels.error().message;
+      PTB_TRY(MappedFile inflated, package.extract_entry_mapped(name, entry->size));
+      add_kernels(out, inflated.bytes(), package.path() + ": " + name);
     }
   }
   return out;

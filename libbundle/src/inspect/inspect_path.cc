@@ -7,10 +7,12 @@
 #include <optional>
 
 #include "inspect/inspect_internal.h"
+#include "ptbundle/base/sha256.h"
 #include "ptbundle/formats/bpte.h"
 #include "ptbundle/bundle/manifest.h"
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/formats/pte.h"
+#include "ptbundle/program/program_with_data.h"
 #include "formats/wire.h"
 
 namespace ptb {
@@ -72,58 +74,57 @@ Result<std::string> detect_inspect_kind(const std::string& path) {
     return invalid(path + ": folder without " + kManifestFileName + "; expected a bundle folder or a file");
   }
   PTB_TRY(auto file, MappedFile::open(path));
+  return detect_file_kind(file);
+}
+
+Result<std::string> detect_file_kind(const MappedFile& file) {
+  const std::string& path = file.path();
   Bytes data = file.bytes();
-  if (wire::has_text_at(data, 4, "ET12")) return std::string("pte");
-  if (wire::has_text_at(data, 4, "FT01")) return std::string("ptd");
-  if (wire::has_text_at(data, 4, "BP08")) return std::string("bpte");
-  if (wire::has_text_at(data, 0, "PK\x03\x04") || wire::has_text_at(data, 0, "PK\x05\x06")) return std::string("pt2");
+  if (detail::has_text_at(data, 4, "ET12")) return std::string("pte");
+  if (detail::has_text_at(data, 4, "FT01")) return std::string("ptd");
+  if (detail::has_text_at(data, 4, "BP08")) return std::string("bpte");
+  if (detail::has_text_at(data, 0, "PK\x03\x04") || detail::has_text_at(data, 0, "PK\x05\x06")) return std::string("pt2");
   // Let the reader the name asks for explain what is wrong.
   std::string by_name = kind_from_extension(path);
   if (!by_name.empty()) return by_name;
   Bytes identifier = data.size() > 4 ? data.subspan(4, std::min<size_t>(4, data.size() - 4)) : Bytes();
-  return invalid(path + ": not a .pte, .ptd, .bpte or .pt2 file: bytes 4 to 8 are '" + wire::show_bytes(identifier) +
+  return invalid(path + ": not a .pte, .ptd, .bpte or .pt2 file: bytes 4 to 8 are '" + detail::show_bytes(identifier) +
                  "'; expected 'ET12', 'FT01', 'BP08' or a zip archive");
 }
 
 Result<InspectJson> inspect_path(const std::string& path, const InspectOptions& options) {
-  PTB_TRY(std::string kind, detect_inspect_kind(path));
   InspectJson out;
   out["path"] = path;
-  out["kind"] = kind;
-  if (kind == "bundle") {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    PTB_TRY(std::string kind, detect_inspect_kind(path));
+    out["kind"] = kind;
     PTB_TRY(auto folder, detail::inspect_bundle_folder(path, options));
     out.update(folder);
     return out;
   }
-  if (kind == "pt2") {
-    PTB_TRY(auto file, MappedFile::open(path));
-    out["size"] = file.size();
-    if (options.sha256) out["sha256"] = sha256_mapped_range(file, 0, file.size());
-    PTB_TRY(auto package, detail::inspect_package(path, options));
-    out.update(package);
-    return out;
-  }
+  // One mapping per file: the bytes that tell its kind are the ones its reader parses.
+  PTB_TRY(MappedFile mapped, MappedFile::open(path));
+  PTB_TRY(std::string kind, detect_file_kind(mapped));
+  out["kind"] = kind;
+  out["size"] = mapped.size();
+  if (options.sha256) out["sha256"] = sha256_mapped_range(mapped, 0, mapped.size());
   InspectJson body;
-  const MappedFile* file = nullptr;
-  // Each reader keeps its mapping; the whole-file digest reads through it.
-  std::optional<PteFile> pte;
-  std::optional<PtdFile> ptd;
-  std::optional<BpteFile> bpte;
-  if (kind == "pte") {
-    PTB_TRY(pte, PteFile::open(path));
-    file = &pte->file();
-    body = detail::inspect_program(*pte, options);
+  if (kind == "pt2") {
+    // libzip reads the archive through its own handle; the mapping served the kind, size and digest.
+    PTB_TRY(body, detail::inspect_package(path, options));
+  } else if (kind == "pte") {
+    auto owner = std::make_shared<const MappedFile>(std::move(mapped));
+    Bytes bytes = owner->bytes();
+    PTB_TRY(PteFile pte, PteFile::parse(std::move(owner), bytes, path));
+    body = detail::inspect_program(ProgramWithData(std::make_shared<const PteFile>(std::move(pte)), nullptr), options);
   } else if (kind == "ptd") {
-    PTB_TRY(ptd, PtdFile::open(path));
-    file = &ptd->file();
-    body = detail::inspect_data(*ptd, options);
+    PTB_TRY(PtdFile ptd, PtdFile::parse(std::move(mapped)));
+    body = detail::inspect_data(ptd, options);
   } else {
-    PTB_TRY(bpte, BpteFile::open(path));
-    file = &bpte->file();
-    body = detail::inspect_bundled(*bpte, options);
+    PTB_TRY(BpteFile bpte, BpteFile::parse(std::move(mapped)));
+    body = detail::inspect_bundled(bpte, options);
   }
-  out["size"] = file->size();
-  if (options.sha256) out["sha256"] = sha256_mapped_range(*file, 0, file->size());
   out.update(body);
   return out;
 }

@@ -1,8 +1,10 @@
 // The inspect object of a program: header, methods with their delegates and
 // decoded CUDA payloads, segments with what uses them, named data.
 #include "inspect/inspect_internal.h"
+#include "ptbundle/base/sha256.h"
 #include "ptbundle/formats/cuda_payload.h"
 #include "ptbundle/formats/pte.h"
+#include "ptbundle/program/program_with_data.h"
 #include "formats/wire.h"
 
 namespace ptb::detail {
@@ -47,23 +49,18 @@ void blob_json(InspectJson& out, const std::string& prefix, const PteFile& pte, 
   out[prefix + "_size"] = entry ? InspectJson(entry->size) : InspectJson(nullptr);
 }
 
-void kernels_json(InspectJson& out, const PteFile& pte, const std::string& key, const InspectOptions& options) {
+void kernels_json(InspectJson& out, const PteFile& pte, const std::string& key) {
   const PteNamedData* entry = pte.find_named_data(key);
-  if (!options.scan_kernels || !entry) return;
-  auto kernels = options.scan_kernels(pte.named_data_bytes(*entry), pte.name() + ": named data '" + wire::show_text(key) + "'");
-  if (kernels.ok()) {
-    out["kernels"] = std::move(kernels).value();
-  } else {
-    out["kernels_error"] = kernels.error().message;
-  }
+  if (!entry) return;
+  add_kernels(out, pte.named_data_bytes(*entry), pte.name() + ": named data '" + detail::show_text(key) + "'");
 }
 
-InspectJson cuda_payload_json(const PteFile& pte, const CudaPayload& payload, const InspectOptions& options) {
+InspectJson cuda_payload_json(const PteFile& pte, const CudaPayload& payload) {
   InspectJson out;
   out["form"] = cuda_payload_form_name(payload.form);
   if (payload.form != CudaPayloadForm::MultiVariant) {
     blob_json(out, "library", pte, payload.so_key);
-    kernels_json(out, pte, payload.so_key, options);
+    kernels_json(out, pte, payload.so_key);
     blob_json(out, "weights", pte, payload.weights_key);
     return out;
   }
@@ -74,7 +71,7 @@ InspectJson cuda_payload_json(const PteFile& pte, const CudaPayload& payload, co
     v["ptx_compute"] = variant.ptx_compute;
     v["fallback_only"] = variant.fallback_only;
     blob_json(v, "library", pte, variant.so_key);
-    kernels_json(v, pte, variant.so_key, options);
+    kernels_json(v, pte, variant.so_key);
     out["variants"].push_back(std::move(v));
   }
   out["weights"] = InspectJson::array();
@@ -93,8 +90,9 @@ InspectJson cuda_payload_json(const PteFile& pte, const CudaPayload& payload, co
   return out;
 }
 
-InspectJson delegate_json(const PteFile& pte, const MethodInfo& method, size_t plan, size_t index,
+InspectJson delegate_json(const ProgramWithData& program, const MethodInfo& method, size_t plan, size_t index,
                           const InspectOptions& options) {
+  const PteFile& pte = program.pte();
   const DelegateInfo& delegate = method.delegates[index];
   InspectJson out;
   out["index"] = index;
@@ -102,17 +100,15 @@ InspectJson delegate_json(const PteFile& pte, const MethodInfo& method, size_t p
   out["location"] = delegate.location;
   out["data_index"] = delegate.index;
   out["payload_size"] = delegate.payload_size;
-  Bytes payload = pte.delegate_payload(plan, index);
-  if (options.sha256) out["payload_sha256"] = to_hex(sha256(payload));
+  if (options.sha256) out["payload_sha256"] = to_hex(sha256(pte.delegate_payload(plan, index)));
   out["compile_specs"] = InspectJson::array();
   for (const auto& spec : delegate.compile_specs) out["compile_specs"].push_back(compile_spec_json(spec));
-  if (delegate.id == "CudaBackend") {
-    std::string context = pte.name() + ": method '" + wire::show_text(method.name) + "' delegate " + std::to_string(index);
-    auto decoded = decode_cuda_payload(payload, method.name, context);
-    if (decoded.ok()) {
-      out["cuda"] = cuda_payload_json(pte, *decoded, options);
+  for (const CudaDelegate* cuda : program.cuda_delegates_of(plan)) {
+    if (cuda->index != index) continue;
+    if (cuda->payload) {
+      out["cuda"] = cuda_payload_json(pte, *cuda->payload);
     } else {
-      out["cuda_error"] = decoded.error().message;
+      out["cuda_error"] = cuda->error->message;
     }
   }
   return out;
@@ -175,7 +171,8 @@ std::string hex(Bytes bytes) {
   return out;
 }
 
-InspectJson inspect_program(const PteFile& pte, const InspectOptions& options) {
+InspectJson inspect_program(const ProgramWithData& program, const InspectOptions& options) {
+  const PteFile& pte = program.pte();
   InspectJson out;
   out["file_identifier"] = "ET12";
   if (const auto& header = pte.extended_header()) {
@@ -187,7 +184,7 @@ InspectJson inspect_program(const PteFile& pte, const InspectOptions& options) {
     out["extended_header"] = nullptr;
   }
   out["program_version"] = pte.program().version();
-  auto methods = describe_methods(pte);
+  const std::vector<MethodInfo>& methods = program.methods();
   out["methods"] = InspectJson::array();
   for (size_t p = 0; p < methods.size(); ++p) {
     const MethodInfo& method = methods[p];
@@ -200,7 +197,7 @@ InspectJson inspect_program(const PteFile& pte, const InspectOptions& options) {
     m["num_instructions"] = method.num_instructions;
     m["non_const_buffer_sizes"] = method.non_const_buffer_sizes;
     m["delegates"] = InspectJson::array();
-    for (size_t d = 0; d < method.delegates.size(); ++d) m["delegates"].push_back(delegate_json(pte, method, p, d, options));
+    for (size_t d = 0; d < method.delegates.size(); ++d) m["delegates"].push_back(delegate_json(program, method, p, d, options));
     out["methods"].push_back(std::move(m));
   }
   out["constants"] = constants_json(pte.program());

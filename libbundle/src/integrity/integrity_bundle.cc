@@ -10,11 +10,11 @@
 
 #include "integrity/integrity_internal.h"
 #include "ptbundle/inspect/inspect.h"
-#include "ptbundle/bundle/names.h"
 #include "ptbundle/base/sha256.h"
+#include "ptbundle/bundle/names.h"
 #include "ptbundle/bundle/transaction.h"
 
-namespace ptb::integrity {
+namespace ptb::detail {
 namespace {
 
 namespace fs = std::filesystem;
@@ -207,10 +207,10 @@ std::string delegates_text(const std::vector<ManifestDelegate>& delegates) {
 
 // What bundle.json says of the methods against what the program holds:
 // `run` and `verify` trust the manifest's signatures.
-void check_manifest_program(const ManifestPart& part, const PteFile& pte, CheckList& checks) {
+void check_manifest_program(const ManifestPart& part, const ProgramWithData& program, CheckList& checks) {
   const std::string subject = "part " + part.name;
   size_t problems = 0;
-  const std::vector<MethodInfo> methods = describe_methods(pte);
+  const std::vector<MethodInfo>& methods = program.methods();
   auto mismatch = [&](const std::string& what) {
     ++problems;
     checks.fail(checks::kManifestProgram, subject,
@@ -247,23 +247,23 @@ void check_manifest_program(const ManifestPart& part, const PteFile& pte, CheckL
   }
 }
 
-// One of the part's programs; null when it did not open (already reported).
-std::shared_ptr<PteFile> open_program(const BundleDir& dir, const std::string& relative, bool missing, CheckList& checks) {
+// One of the part's programs with the part's data file; null when it did
+// not open (already reported). Opened with no symlink followed.
+std::shared_ptr<const ProgramWithData> open_program(const BundleDir& dir, const std::string& relative, bool missing,
+                                                    std::shared_ptr<const PtdFile> ptd, CheckList& checks) {
   const std::string program_path = dir.display(relative);
   if (missing) {
     checks.skip(checks::kProgram, program_path, "not checked: the file is missing or unreadable (see the file check)");
     return nullptr;
   }
-  auto program = PteFile::open_in(dir, relative);
-  if (!program.ok()) {
-    checks.fail(checks::kProgram, program_path, program.error().message + "; export the part again");
+  auto opened = PteFile::open_in(dir, relative);
+  if (!opened.ok()) {
+    checks.fail(checks::kProgram, program_path, opened.error().message + "; export the part again");
     return nullptr;
   }
-  auto pte = std::make_shared<PteFile>(std::move(*program));
-  checks.pass(checks::kProgram, program_path,
-              std::to_string(pte->segments().size()) + " segment(s) and " + std::to_string(pte->named_data().size()) +
-                  " named-data entr" + (pte->named_data().size() == 1 ? "y" : "ies") + ", all inside the file");
-  return pte;
+  auto pte = std::make_shared<const PteFile>(std::move(*opened));
+  pass_program(program_path, *pte, checks);
+  return std::make_shared<const ProgramWithData>(std::move(pte), std::move(ptd));
 }
 
 void check_part(const BundleDir& dir, const ManifestPart& part, CheckList& checks, std::vector<VerifySubject>& subjects) {
@@ -275,7 +275,7 @@ void check_part(const BundleDir& dir, const ManifestPart& part, CheckList& check
     if (!kind.ok() || *kind != BundleDir::Kind::File) missing.insert(file.path);
   }
   // A missing file was reported once, by the file check; what needs it is skipped.
-  std::shared_ptr<PtdFile> ptd;
+  std::shared_ptr<const PtdFile> ptd;
   bool data_readable = true;
   if (const ManifestFile* data = part.find_file(FileRole::Data)) {
     const std::string data_path = (folder / data->path).string();
@@ -286,7 +286,7 @@ void check_part(const BundleDir& dir, const ManifestPart& part, CheckList& check
       checks.fail(checks::kDataFile, data_path, opened.error().message + "; export the part again");
       data_readable = false;
     } else {
-      ptd = std::make_shared<PtdFile>(std::move(*opened));
+      ptd = std::make_shared<const PtdFile>(std::move(*opened));
       checks.pass(checks::kDataFile, data_path, std::to_string(ptd->entries().size()) + " entries, all inside the file");
     }
   }
@@ -300,28 +300,26 @@ void check_part(const BundleDir& dir, const ManifestPart& part, CheckList& check
   bool testcase_checked = false;
   for (const ManifestFile* program_file : programs) {
     const std::string program_path = (folder / program_file->path).string();
-    auto pte = open_program(dir, program_file->path, missing.count(program_file->path) > 0, checks);
-    if (!pte) continue;
+    auto program = open_program(dir, program_file->path, missing.count(program_file->path) > 0, ptd, checks);
+    if (!program) continue;
 
     VerifySubject subject;
     subject.label = "part " + part.name + (program_file->target ? " (" + *program_file->target + " program)" : "");
     subject.part_name = part.name;
     subject.kind = SubjectKind::Program;
     subject.program_path = program_path;
-    subject.pte = pte;
-    subject.ptd = ptd;
+    subject.program = program;
     subject.bundle_dir = folder.string();
     subject.manifest = part;
     subject.target = program_file->target;
 
     ProgramContext context;
-    context.pte = pte.get();
-    context.ptd = ptd.get();
+    context.program = program.get();
     context.program_name = program_path;
     context.expected_data_name = part.name;
     context.require_data_name = part.find_file(FileRole::Data) != nullptr;
     context.check_keys = data_readable;
-    check_manifest_program(part, *pte, checks);
+    check_manifest_program(part, *program, checks);
     check_program_contents(context, checks);
 
     // The test case is one file for the part; every program takes the same inputs.
@@ -334,7 +332,7 @@ void check_part(const BundleDir& dir, const ManifestPart& part, CheckList& check
         checks.fail(checks::kTestcaseFile, testcase_path, opened.error().message + "; export the part again with --example");
       } else {
         auto file = std::make_shared<PtdFile>(std::move(*opened));
-        if (auto method = check_testcase_file(part, *part.testcase, *file, *pte, checks)) {
+        if (auto method = check_testcase_file(part, *part.testcase, *file, *program, checks)) {
           testcase = file;
           testcase_method = *method;
         }
@@ -428,4 +426,4 @@ void check_bundle(const std::string& path, CheckList& checks, std::vector<Verify
   check_unlisted(*dir, parts.owned, pending, checks);
 }
 
-}  // namespace ptb::integrity
+}  // namespace ptb::detail

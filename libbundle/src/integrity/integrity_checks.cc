@@ -1,14 +1,9 @@
 // The check list, and the small lookups every integrity check shares.
-#include <algorithm>
-#include <filesystem>
 #include <limits>
 
 #include "integrity/integrity_internal.h"
-#include "ptbundle/bundle/names.h"
 
 namespace ptb {
-
-namespace fs = std::filesystem;
 
 const char* check_status_name(CheckStatus status) {
   switch (status) {
@@ -45,27 +40,6 @@ size_t CheckList::count(CheckStatus status) const {
   size_t n = 0;
   for (const auto& outcome : outcomes_) n += outcome.status == status;
   return n;
-}
-
-VerifyInput parse_verify_input(std::string_view argument) {
-  // Only "<x>.pte,<y>" and "<x>.bpte,<y>" split, so that other paths with a
-  // comma in them still name one file.
-  const size_t comma = argument.find(',');
-  if (comma != std::string_view::npos) {
-    std::string_view program = argument.substr(0, comma);
-    if (program.ends_with(".pte") || program.ends_with(".bpte")) {
-      return {std::string(program), std::string(argument.substr(comma + 1))};
-    }
-  }
-  return {std::string(argument), std::nullopt};
-}
-
-std::optional<NamedBytes> find_named_bytes(const PteFile& pte, const PtdFile* ptd, std::string_view key) {
-  if (ptd) {
-    if (const PtdEntry* entry = ptd->find(key)) return NamedBytes{ptd->bytes(*entry), ptd->path()};
-  }
-  if (const PteNamedData* entry = pte.find_named_data(key)) return NamedBytes{pte.named_data_bytes(*entry), pte.name()};
-  return std::nullopt;
 }
 
 // As ExecuTorch's CudaWeightCache reaches a weight before binding it: the
@@ -105,35 +79,7 @@ Result<uint64_t> weight_view_bytes(const CudaWeight& weight) {
   return bytes;
 }
 
-namespace integrity {
-
-std::vector<std::string> data_file_candidates(const std::string& program_path, const PteFile& pte) {
-  fs::path program(program_path);
-  std::vector<std::string> candidates{fs::path(program).replace_extension(".ptd").string()};
-  for (const std::string& name : data_names(pte)) {
-    // A compile spec is untrusted: only a name that passes the rules may
-    // become a path, and then only inside the program's folder.
-    if (!check_part_name(name, "data_name").ok()) continue;
-    std::string path = (program.parent_path() / (name + ".ptd")).string();
-    if (std::find(candidates.begin(), candidates.end(), path) == candidates.end()) candidates.push_back(path);
-  }
-  std::string fallback = (program.parent_path() / "aoti_cuda_blob.ptd").string();
-  if (std::find(candidates.begin(), candidates.end(), fallback) == candidates.end()) candidates.push_back(fallback);
-  return candidates;
-}
-
-std::vector<std::string> data_names(const PteFile& pte) {
-  std::vector<std::string> names;
-  for (const MethodInfo& method : describe_methods(pte)) {
-    for (const DelegateInfo& delegate : method.delegates) {
-      const CompileSpecEntry* spec = delegate.find_spec("data_name");
-      if (!spec) continue;
-      std::string name(spec->value.begin(), spec->value.end());
-      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-    }
-  }
-  return names;
-}
+namespace detail {
 
 std::string in_quotes(std::string_view text) { return "'" + clipped(text) + "'"; }
 
@@ -143,14 +89,12 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
   return out;
 }
 
-}  // namespace integrity
-
-std::optional<std::string> find_data_file_beside(const std::string& program_path, const PteFile& pte) {
-  for (const std::string& candidate : integrity::data_file_candidates(program_path, pte)) {
-    std::error_code ec;
-    if (fs::is_regular_file(candidate, ec)) return candidate;
-  }
-  return std::nullopt;
+void pass_program(const std::string& subject, const PteFile& pte, CheckList& checks) {
+  checks.pass(checks::kProgram, subject,
+              std::to_string(pte.segments().size()) + " segment(s) and " + std::to_string(pte.named_data().size()) +
+                  " named-data entr" + (pte.named_data().size() == 1 ? "y" : "ies") + ", all inside the file");
 }
+
+}  // namespace detail
 
 }  // namespace ptb

@@ -7,23 +7,16 @@
 #include <vector>
 
 #include "ptbundle/integrity/integrity.h"
+#include "ptbundle/program/program_argument.h"
 
-namespace ptb::integrity {
-
-inline constexpr const char* kCudaBackend = "CudaBackend";
-
-// Files a lone program's data may be in, in the order they are tried.
-std::vector<std::string> data_file_candidates(const std::string& program_path, const PteFile& pte);
-// The distinct data_name compile-spec values of all delegates, in file order.
-std::vector<std::string> data_names(const PteFile& pte);
+namespace ptb::detail {
 
 std::string in_quotes(std::string_view text);
 std::string join(const std::vector<std::string>& items, const std::string& separator);
 
 // One program and its data file, as a check's messages name them.
 struct ProgramContext {
-  const PteFile* pte = nullptr;
-  const PtdFile* ptd = nullptr;  // null: no data file
+  const ProgramWithData* program = nullptr;
   std::string program_name;      // "encoder.pte", "sm80/model.pte"
   // Bundle parts: the data name a delegate's data_name spec must equal, and
   // whether every CUDA delegate must carry one (the part has a data file).
@@ -39,13 +32,18 @@ struct ProgramContext {
 // (kDelegateKeys) and weight views (kWeights).
 void check_program_contents(const ProgramContext& context, CheckList& checks);
 
+// The check kProgram passes for a program that opened.
+void pass_program(const std::string& subject, const PteFile& pte, CheckList& checks);
+
 void check_bundle(const std::string& dir, CheckList& checks, std::vector<VerifySubject>& subjects);
-void check_lone_program(const VerifyInput& input, CheckList& checks, std::vector<VerifySubject>& subjects);
-void check_bundled_program(const VerifyInput& input, CheckList& checks, std::vector<VerifySubject>& subjects);
+void check_lone_program(const ProgramArgument& input, std::shared_ptr<const MappedFile> file, CheckList& checks,
+                        std::vector<VerifySubject>& subjects);
+void check_bundled_program(const ProgramArgument& input, MappedFile file, CheckList& checks,
+                           std::vector<VerifySubject>& subjects);
 void check_package(const std::string& path, CheckList& checks, std::vector<VerifySubject>& subjects);
 
 // testcases/<part>.ptd against the part's program: returns the method it tests.
 std::optional<std::string> check_testcase_file(const ManifestPart& part, const ManifestTestcase& testcase,
-                                               const PtdFile& file, const PteFile& pte, CheckList& checks);
+                                               const PtdFile& file, const ProgramWithData& program, CheckList& checks);
 
-}  // namespace ptb::integrity
+}  // namespace ptb::detail

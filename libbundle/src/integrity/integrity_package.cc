@@ -6,7 +6,7 @@
 
 #include "integrity/integrity_internal.h"
 
-namespace ptb::integrity {
+namespace ptb::detail {
 
 void check_package(const std::string& path, CheckList& checks, std::vector<VerifySubject>& subjects) {
   auto opened = Pt2Package::open(path);
@@ -70,4 +70,4 @@ void check_package(const std::string& path, CheckList& checks, std::vector<Verif
   subjects.push_back(std::move(out));
 }
 
-}  // namespace ptb::integrity
+}  // namespace ptb::detail

@@ -8,7 +8,7 @@
 #include "integrity/integrity_internal.h"
 #include "ptbundle/bundle/names.h"
 
-namespace ptb::integrity {
+namespace ptb::detail {
 namespace {
 
 constexpr const char* kIllegalAccess =
@@ -25,7 +25,7 @@ std::string sizes_text(const std::vector<int64_t>& values) {
 }
 
 std::string where_looked(const ProgramContext& context) {
-  if (context.ptd) return "neither " + context.ptd->path() + " nor " + context.program_name;
+  if (const PtdFile* ptd = context.program->ptd()) return "neither " + ptd->path() + " nor " + context.program_name;
   std::string text = context.program_name + ", and no data file was given";
   if (!context.data_files_tried.empty()) text += " or found beside it (looked for " + join(context.data_files_tried, ", ") + ")";
   return text;
@@ -35,7 +35,7 @@ std::string data_fix(const ProgramContext& context) {
   if (context.expected_data_name) {
     return "export the part again (ptbundle export checks that its data file holds every key)";
   }
-  return context.ptd ? "give the data file this program was exported with (PATH.pte,PATH.ptd), or export it again"
+  return context.program->ptd() ? "give the data file this program was exported with (PATH.pte,PATH.ptd), or export it again"
                      : "give its data file as PATH.pte,PATH.ptd";
 }
 
@@ -51,7 +51,7 @@ void check_data_names(const ProgramContext& context, const std::vector<MethodInf
       const std::string where = delegate_where(context, method, i);
       const CompileSpecEntry* spec = delegate.find_spec("data_name");
       if (!spec) {
-        if (context.require_data_name && context.expected_data_name && delegate.id == kCudaBackend) {
+        if (context.require_data_name && context.expected_data_name && delegate.id == kCudaBackendId) {
           ++problems;
           checks.fail(checks::kDataName, where,
                       "the CudaBackend delegate has no data_name compile spec; expected data_name=" +
@@ -131,7 +131,7 @@ bool is_elf(Bytes bytes) {
 
 // One failed check per problem; the number of problems.
 size_t check_need(const ProgramContext& context, const std::string& where, const KeyNeed& need, CheckList& checks) {
-  auto found = find_named_bytes(*context.pte, context.ptd, need.key);
+  auto found = context.program->find(need.key);
   if (!found) {
     std::string consequence = need.library ? "ExecuTorch cannot load the delegate without it" : kIllegalAccess;
     checks.fail(checks::kDelegateKeys, where,
@@ -196,15 +196,15 @@ size_t check_weight_views(const std::string& where, const CudaPayload& payload, 
   return problems;
 }
 
-void check_cuda_delegate(const ProgramContext& context, const std::string& where, Bytes raw,
-                         const std::string& method, CheckList& checks) {
-  auto decoded = decode_cuda_payload(raw, method, where);
+void check_cuda_delegate(const ProgramContext& context, const std::string& where, const CudaDelegate& delegate,
+                         CheckList& checks) {
+  auto decoded = delegate.decoded();
   if (!decoded.ok()) {
     checks.fail(checks::kDelegateKeys, where,
                 decoded.error().message + "; export it again with ExecuTorch's CUDA backend or ptbundle export");
     return;
   }
-  const CudaPayload& payload = *decoded;
+  const CudaPayload& payload = **decoded;
   size_t problems = 0;
   size_t libraries = 0, blobs = 0;
   uint64_t weight_bytes = 0;
@@ -216,7 +216,7 @@ void check_cuda_delegate(const ProgramContext& context, const std::string& where
       ++libraries;
     } else {
       ++blobs;
-      weight_bytes += find_named_bytes(*context.pte, context.ptd, need.key)->bytes.size();
+      weight_bytes += context.program->find(need.key)->bytes.size();
     }
   }
   if (problems == 0) {
@@ -236,24 +236,18 @@ void check_cuda_delegate(const ProgramContext& context, const std::string& where
 }  // namespace
 
 void check_program_contents(const ProgramContext& context, CheckList& checks) {
-  const std::vector<MethodInfo> methods = describe_methods(*context.pte);
+  const std::vector<MethodInfo>& methods = context.program->methods();
   check_data_names(context, methods, checks);
   if (!context.check_keys) {
     checks.skip(checks::kDelegateKeys, context.program_name, "not checked: its data file did not open");
     return;
   }
-  size_t cuda = 0, others = 0;
-  for (size_t plan = 0; plan < methods.size(); ++plan) {
-    const MethodInfo& method = methods[plan];
-    for (size_t i = 0; i < method.delegates.size(); ++i) {
-      if (method.delegates[i].id != kCudaBackend) {
-        ++others;
-        continue;
-      }
-      ++cuda;
-      check_cuda_delegate(context, delegate_where(context, method, i), context.pte->delegate_payload(plan, i),
-                          method.name, checks);
-    }
+  size_t delegates = 0;
+  for (const MethodInfo& method : methods) delegates += method.delegates.size();
+  const size_t cuda = context.program->cuda_delegates().size();
+  const size_t others = delegates - cuda;
+  for (const CudaDelegate& delegate : context.program->cuda_delegates()) {
+    check_cuda_delegate(context, delegate_where(context, methods[delegate.plan], delegate.index), delegate, checks);
   }
   if (cuda != 0) return;
   if (others == 0) {
@@ -264,4 +258,4 @@ void check_program_contents(const ProgramContext& context, CheckList& checks) {
   }
 }
 
-}  // namespace ptb::integrity
+}  // namespace ptb::detail

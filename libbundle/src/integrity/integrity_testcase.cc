@@ -6,7 +6,7 @@
 
 #include "integrity/integrity_internal.h"
 
-namespace ptb::integrity {
+namespace ptb::detail {
 namespace {
 
 std::string shape_of(const std::vector<int32_t>& sizes) {
@@ -52,10 +52,10 @@ std::string value_problem(const PtdEntry& entry, const ValueSpec* spec) {
 }  // namespace
 
 std::optional<std::string> check_testcase_file(const ManifestPart& part, const ManifestTestcase& testcase,
-                                               const PtdFile& file, const PteFile& pte, CheckList& checks) {
+                                               const PtdFile& file, const ProgramWithData& program, CheckList& checks) {
   const std::string subject = file.path();
   const std::string fix = "; export the part again with --example";
-  const std::vector<MethodInfo> methods = describe_methods(pte);
+  const std::vector<MethodInfo>& methods = program.methods();
   auto method = std::find_if(methods.begin(), methods.end(), [&](const MethodInfo& m) {
     return file.find(testcase_key(m.name, false, 0)) || file.find(testcase_key(m.name, true, 0));
   });
@@ -101,4 +101,4 @@ std::optional<std::string> check_testcase_file(const ManifestPart& part, const M
   return method->name;
 }
 
-}  // namespace ptb::integrity
+}  // namespace ptb::detail

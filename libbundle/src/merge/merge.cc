@@ -7,11 +7,17 @@
 #include <filesystem>
 
 #include "merge/merge_internal.h"
+#include "ptbundle/program/program_argument.h"
 
 namespace ptb {
 
 const char* variant_kind_name(VariantKind kind) {
   return kind == VariantKind::Cubin ? "cubin" : "ptx-fallback";
+}
+
+Result<MergeSource> parse_merge_source(std::string_view argument) {
+  PTB_TRY(ProgramArgument parsed, parse_program_argument(argument));
+  return MergeSource{parsed.program, parsed.data.value_or("")};
 }
 
 std::string VariantOrigin::delegate() const { return method + "[" + std::to_string(delegate_index) + "]"; }
@@ -21,7 +27,7 @@ std::string VariantOrigin::target() const {
   return "compute_" + std::to_string(ptx_compute) + " (source sm" + std::to_string(target_sm) + ")";
 }
 
-namespace merge_detail {
+namespace detail {
 namespace {
 
 bool same_path(const std::string& a, const std::string& b) {
@@ -83,9 +89,9 @@ Result<std::vector<LibrarySource>> distinct_libraries(const Export& reference,
   std::vector<LibrarySource> out;
   for (const DelegateVariants& delegate : per_delegate) {
     for (const LibrarySource& library : delegate.libraries) {
-      const PteNamedData* existing = reference.pte.find_named_data(library.key);
+      const PteNamedData* existing = reference.pte().find_named_data(library.key);
       if (!existing) continue;
-      Bytes bytes = reference.pte.named_data_bytes(*existing);
+      Bytes bytes = reference.pte().named_data_bytes(*existing);
       if (bytes.size() != library.blob.bytes.size() || first_difference(bytes, library.blob.bytes)) {
         return invalid(pair_name(reference, *library.source) + " hold different bytes under the named-data key '" +
                        library.key + "'; expected one library per key");
@@ -110,10 +116,10 @@ Result<std::vector<LibrarySource>> distinct_libraries(const Export& reference,
 }
 
 }  // namespace
-}  // namespace merge_detail
+}  // namespace detail
 
 Result<MergeResult> merge_programs(const MergeRequest& request) {
-  using namespace merge_detail;
+  using namespace detail;
   PTB_CHECK(check_request(request));
   unsigned threads = comparison_threads(request.threads);
 
@@ -138,7 +144,7 @@ Result<MergeResult> merge_programs(const MergeRequest& request) {
   }
 
   WeightCheck weights(reference);
-  LibraryScanCache scans(request.scan_library);
+  LibraryScanCache scans(request.check_kernels);
   std::vector<DelegateVariants> per_delegate;
   for (size_t position = 0; position < reference.cuda.size(); ++position) {
     PTB_TRY(DelegateVariants chosen, select_variants(regular, fallback.get(), position, weights, scans));
@@ -157,7 +163,7 @@ Result<MergeResult> merge_programs(const MergeRequest& request) {
     CudaPayload payload;
     payload.form = CudaPayloadForm::MultiVariant;
     payload.variants = per_delegate[position].variants;
-    payload.weights = delegate.payload.weights;
+    payload.weights = delegate.payload->weights;
     merged.push_back({delegate.plan, delegate.index, encode_cuda_payload(payload)});
   }
   // Every check but the weight bytes has passed: write while comparing.
@@ -173,7 +179,7 @@ Result<MergeResult> merge_programs(const MergeRequest& request) {
 
   MergeResult result;
   result.output_pte = request.output_pte;
-  result.output_ptd = reference.ptd ? request.output_ptd : std::string();
+  result.output_ptd = reference.ptd() ? request.output_ptd : std::string();
   result.variants = per_delegate.front().variants;
   for (DelegateVariants& delegate : per_delegate) {
     for (VariantOrigin& origin : delegate.origins) result.provenance.push_back(std::move(origin));

@@ -28,7 +28,7 @@ const char* part_merge_layout_name(PartMergeLayout layout) {
   return "identical";
 }
 
-namespace merge_detail {
+namespace detail {
 namespace {
 
 namespace fs = std::filesystem;
@@ -115,11 +115,11 @@ Result<bool> is_ptx_only(const PartProgram& program, LibraryScanCache& scans) {
   PTB_TRY(Export e, load_export({program.pte, program.ptd}, false, false));
   bool any_ptx = false;
   for (const CudaDelegate& delegate : e.cuda) {
-    for (const CudaVariant& variant : delegate.payload.variants) {
-      const PteNamedData* entry = e.pte.find_named_data(variant.so_key);
+    for (const CudaVariant& variant : delegate.payload->variants) {
+      const PteNamedData* entry = e.pte().find_named_data(variant.so_key);
       if (!entry) return false;  // merge_programs names the missing library
       std::string name = e.name() + ": named data '" + variant.so_key + "'";
-      PTB_TRY(const LibraryKernels* kernels, scans.get(variant.so_key, e.pte.named_data_bytes(*entry), name));
+      PTB_TRY(const LibraryKernels* kernels, scans.get(variant.so_key, e.pte().named_data_bytes(*entry), name));
       if (!kernels->cubin_sms.empty()) return false;
       any_ptx = any_ptx || !kernels->ptx_sms.empty();
     }
@@ -271,7 +271,7 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
     for (const PartProgram& program : all) {
       PTB_TRY(Export probe, load_export({program.pte, program.ptd}, false, false));
       bool this_multi = std::all_of(probe.cuda.begin(), probe.cuda.end(), [](const CudaDelegate& d) {
-        return d.payload.form == CudaPayloadForm::MultiVariant;
+        return d.payload->form == CudaPayloadForm::MultiVariant;
       });
       if (program.pte == all.front().pte) multi_variant = this_multi;
       else if (this_multi != multi_variant) {
@@ -303,7 +303,6 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
     std::string program_path = part_file_path(job.name, FileRole::Program);
     request.output_pte = (job.staging / program_path).string();
     if (data) request.output_ptd = (job.staging / data_path).string();
-    request.scan_library = job.request.scan_library;
     request.threads = job.request.threads;
     PTB_TRY(MergeResult result, merge_programs(request));
     merged.provenance = std::move(result.provenance);
@@ -363,7 +362,6 @@ Result<std::vector<InputBundle>> read_bundles(const BundleMergeRequest& request)
 Status check_bundle_request(const BundleMergeRequest& request) {
   if (request.bundles.size() < 2) return usage_error("merge: expected at least two bundle folders");
   if (request.output_dir.empty()) return usage_error("merge: no output; expected -o OUT_DIR");
-  if (!request.scan_library) return usage_error("merge: bundle-level merge needs a kernel scanner");
   std::error_code ec;
   fs::path output(request.output_dir);
   for (const std::string& bundle : request.bundles) {
@@ -378,15 +376,15 @@ Status check_bundle_request(const BundleMergeRequest& request) {
 }
 
 }  // namespace
-}  // namespace merge_detail
+}  // namespace detail
 
 Result<BundleMergeResult> merge_bundles(const BundleMergeRequest& request) {
-  using namespace merge_detail;
+  using namespace detail;
   PTB_CHECK(check_bundle_request(request));
   PTB_TRY(std::vector<InputBundle> bundles, read_bundles(request));
   remove_stale_staging(request.output_dir);
   PTB_TRY(Staging staging, Staging::create(request.output_dir));
-  LibraryScanCache scans(request.scan_library);
+  LibraryScanCache scans(true);
 
   BundleMergeResult result;
   result.output_dir = request.output_dir;

@@ -7,7 +7,7 @@
 
 #include "merge/merge_internal.h"
 
-namespace ptb::merge_detail {
+namespace ptb::detail {
 
 // One program of a part in one input bundle.
 struct PartProgram {
@@ -34,4 +34,4 @@ struct PerTargetPlan {
 Result<PerTargetPlan> plan_per_target(const std::vector<PartProgram>& programs, LibraryScanCache& scans,
                                       unsigned threads);
 
-}  // namespace ptb::merge_detail
+}  // namespace ptb::detail

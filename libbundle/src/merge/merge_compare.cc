@@ -23,7 +23,7 @@
 #define MADV_POPULATE_READ 22  // Linux 5.14; older kernels answer EINVAL and pages fault in as usual
 #endif
 
-namespace ptb::merge_detail {
+namespace ptb::detail {
 namespace {
 
 // Big enough that page-table work is amortized, small enough that every
@@ -173,4 +173,4 @@ std::optional<Mismatch> compare_groups(const std::vector<CompareGroup>& groups, 
   return comparer.result();
 }
 
-}  // namespace ptb::merge_detail
+}  // namespace ptb::detail

@@ -17,19 +17,9 @@
 #include "ptbundle/merge/merge.h"
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/formats/pte.h"
+#include "ptbundle/program/program_with_data.h"
 
-namespace ptb::merge_detail {
-
-inline constexpr std::string_view kCudaBackendId = "CudaBackend";
-
-// One CUDA delegate of one export, its payload decoded.
-struct CudaDelegate {
-  size_t plan = 0;
-  size_t index = 0;  // within the plan's delegates
-  std::string method;
-  CudaPayload payload;
-  std::string identity() const { return method + "[" + std::to_string(index) + "]"; }
-};
+namespace ptb::detail {
 
 // A blob's bytes and the mapped file that holds them.
 struct Blob {
@@ -38,20 +28,21 @@ struct Blob {
   uint64_t offset() const { return static_cast<uint64_t>(bytes.data() - file->bytes().data()); }
 };
 
-// One input: its files, its CUDA delegates, and which named-data keys are
-// CUDA's (libraries and weights) rather than the program's own.
+// One input: its program with its data, its CUDA delegates, and which
+// named-data keys are CUDA's (libraries and weights) rather than the program's own.
 struct Export {
   MergeSource source;
   bool fallback_option = false;
-  PteFile pte;
-  std::unique_ptr<PtdFile> ptd;  // on the heap: Blobs point at its mapping
-  std::vector<CudaDelegate> cuda;
+  // Shared: Blobs point into its mappings, which stay put when the Export moves.
+  std::shared_ptr<const ProgramWithData> program;
+  std::vector<CudaDelegate> cuda;  // each decoded
   std::set<std::string> library_keys;
   std::set<std::string> weight_keys;
 
   const std::string& name() const { return source.pte_path; }
-  // Named data of the .pte first, then entries of the .ptd, as ExecuTorch
-  // resolves a key.
+  const PteFile& pte() const { return program->pte(); }
+  const PtdFile* ptd() const { return program->ptd(); }
+  // Where ExecuTorch's runtime finds `key` (find_named_bytes' order).
   std::optional<Blob> find_blob(std::string_view key) const;
   // The file holding `key`, for messages.
   std::string blob_file(std::string_view key) const;
@@ -146,14 +137,22 @@ struct DelegateVariants {
   std::vector<LibrarySource> libraries;
 };
 
+// The GPU code found in one shared library.
+struct LibraryKernels {
+  std::vector<uint32_t> cubin_sms;  // 80 for an sm_80 cubin
+  std::vector<uint32_t> ptx_sms;    // 75 for compute_75 PTX
+};
+
+// scan_kernels once per library key (keys are content hashes).
 class LibraryScanCache {
  public:
-  explicit LibraryScanCache(LibraryScan scan) : scan_(std::move(scan)) {}
-  bool enabled() const { return static_cast<bool>(scan_); }
+  explicit LibraryScanCache(bool enabled) : enabled_(enabled) {}
+  bool enabled() const { return enabled_; }
+  // `name` identifies the library in errors ("a.pte(): named data '<key>'").
   Result<const LibraryKernels*> get(const std::string& key, Bytes library, const std::string& name);
 
  private:
-  LibraryScan scan_;
+  bool enabled_;
   std::map<std::string, LibraryKernels> cache_;
 };
 
@@ -207,7 +206,7 @@ class OutputJob {
   std::optional<AtomicOutput> ptd_out_;
 };
 
-// "a.pte and b.pte": the pair every refusal starts with.
+// "a.pte() and b.pte()": the pair every refusal starts with.
 inline std::string pair_name(const Export& a, const Export& b) { return a.name() + " and " + b.name(); }
 
-}  // namespace ptb::merge_detail
+}  // namespace ptb::detail

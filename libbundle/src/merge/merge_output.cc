@@ -15,7 +15,7 @@
 #include "ptbundle/formats/pte_writer.h"
 #include "ptbundle/formats/segment_source.h"
 
-namespace ptb::merge_detail {
+namespace ptb::detail {
 namespace {
 
 class SegmentList {
@@ -64,8 +64,8 @@ void drop_include_ptx(fb::BackendDelegateT& delegate) {
 std::vector<SegmentSource> relayout(fb::ProgramT& program, const Export& reference,
                                     const std::vector<MergedDelegate>& delegates,
                                     const std::vector<LibrarySource>& libraries) {
-  SegmentList segments(reference.pte);
-  if (program.constant_segment && program.constant_segment->segment_index < reference.pte.segments().size()) {
+  SegmentList segments(reference.pte());
+  if (program.constant_segment && program.constant_segment->segment_index < reference.pte().segments().size()) {
     program.constant_segment->segment_index = segments.keep(program.constant_segment->segment_index);
   }
   for (auto& subsegments : program.mutable_data_segments) {
@@ -134,13 +134,13 @@ Status OutputJob::wait() {
 }
 
 Status OutputJob::write() {
-  std::unique_ptr<fb::ProgramT> program(reference_.pte.program().UnPack());
+  std::unique_ptr<fb::ProgramT> program(reference_.pte().program().UnPack());
   std::vector<SegmentSource> segments = relayout(*program, reference_, delegates_, libraries_);
   PTB_TRY(AtomicOutput pte_out, AtomicOutput::create(output_pte_));
   PTB_TRY(auto layout, write_pte(pte_out, *program, segments));
   (void)layout;
   pte_out_ = std::move(pte_out);
-  if (!output_ptd_.empty() && reference_.ptd) {
+  if (!output_ptd_.empty() && reference_.ptd()) {
     PTB_TRY(AtomicOutput ptd_out, AtomicOutput::create(output_ptd_));
     PTB_CHECK(copy_weights(ptd_out));
     ptd_out_ = std::move(ptd_out);
@@ -153,7 +153,7 @@ Status OutputJob::write() {
 // it back, so that the fsync of commit() finds little left to do.
 Status OutputJob::copy_weights(AtomicOutput& out) {
   constexpr uint64_t kSlice = 64ull << 20;
-  const MappedFile& weights = reference_.ptd->file();
+  const MappedFile& weights = reference_.ptd()->file();
   int writeback = ::open(out.temp_path().c_str(), O_WRONLY | O_CLOEXEC);
   for (uint64_t done = 0; done < weights.size();) {
     if (cancelled_.load()) break;
@@ -179,4 +179,4 @@ Status OutputJob::commit() {
   return pte_out_->commit();
 }
 
-}  // namespace ptb::merge_detail
+}  // namespace ptb::detail

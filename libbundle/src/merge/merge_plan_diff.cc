@@ -16,7 +16,7 @@
 
 #include "merge/merge_internal.h"
 
-namespace ptb::merge_detail {
+namespace ptb::detail {
 namespace {
 
 using flatbuffers::ElementaryType;
@@ -272,4 +272,4 @@ std::optional<std::string> plan_difference(const fb::ExecutionPlan& a, const fb:
   return PlanDiff().tables(table_a, table_b, fb::ExecutionPlanTypeTable(), "", true);
 }
 
-}  // namespace ptb::merge_detail
+}  // namespace ptb::detail

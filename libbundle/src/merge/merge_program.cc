@@ -8,7 +8,7 @@
 
 #include "merge/merge_internal.h"
 
-namespace ptb::merge_detail {
+namespace ptb::detail {
 namespace {
 
 std::string num(uint64_t value) { return std::to_string(value); }
@@ -70,8 +70,8 @@ Status compare_lists(const Export& a, const Export& b, const std::vector<Blob>& 
 }
 
 Status check_plans(const Export& a, const Export& b) {
-  const fb::Program& program_a = a.pte.program();
-  const fb::Program& program_b = b.pte.program();
+  const fb::Program& program_a = a.pte().program();
+  const fb::Program& program_b = b.pte().program();
   if (program_a.version() != program_b.version()) {
     return differ(a, b, "program version " + num(program_a.version()) + " vs " + num(program_b.version()));
   }
@@ -94,13 +94,13 @@ Status check_plans(const Export& a, const Export& b) {
 // Processed data of the delegates that are not CUDA's, in delegate order.
 std::vector<Blob> foreign_payloads(const Export& e, std::vector<std::string>& labels) {
   std::vector<Blob> payloads;
-  const auto* plans = e.pte.program().execution_plan();
+  const auto* plans = e.pte().program().execution_plan();
   for (flatbuffers::uoffset_t p = 0; plans && p < plans->size(); ++p) {
     const auto* delegates = plans->Get(p)->delegates();
     for (flatbuffers::uoffset_t d = 0; delegates && d < delegates->size(); ++d) {
       const auto* id = delegates->Get(d)->id();
       if (id && id->string_view() == kCudaBackendId) continue;
-      payloads.push_back({e.pte.delegate_payload(p, d), &e.pte.file()});
+      payloads.push_back({e.pte().delegate_payload(p, d), &e.pte().file()});
       std::string method = plans->Get(p)->name() ? plans->Get(p)->name()->str() : "";
       labels.push_back("method '" + method + "' delegate " + num(d) + " (" + (id ? id->str() : "") + ") processed data");
     }
@@ -116,9 +116,9 @@ struct KeyedBlobs {
 
 KeyedBlobs program_named_data(const Export& e) {
   std::map<std::string, Blob> sorted;
-  for (const PteNamedData& entry : e.pte.named_data()) {
+  for (const PteNamedData& entry : e.pte().named_data()) {
     if (e.library_keys.count(entry.key) || e.weight_keys.count(entry.key)) continue;
-    sorted.emplace(entry.key, Blob{e.pte.named_data_bytes(entry), &e.pte.file()});
+    sorted.emplace(entry.key, Blob{e.pte().named_data_bytes(entry), &e.pte().file()});
   }
   KeyedBlobs out;
   for (auto& [key, blob] : sorted) {
@@ -130,10 +130,10 @@ KeyedBlobs program_named_data(const Export& e) {
 
 KeyedBlobs external_data(const Export& e) {
   std::map<std::string, Blob> sorted;
-  if (e.ptd) {
-    for (const PtdEntry& entry : e.ptd->entries()) {
+  if (e.ptd()) {
+    for (const PtdEntry& entry : e.ptd()->entries()) {
       if (e.weight_keys.count(entry.key)) continue;
-      sorted.emplace(entry.key, Blob{e.ptd->bytes(entry), &e.ptd->file()});
+      sorted.emplace(entry.key, Blob{e.ptd()->bytes(entry), &e.ptd()->file()});
     }
   }
   KeyedBlobs out;
@@ -181,18 +181,18 @@ Status check_same_program(const Export& a, const Export& b, unsigned threads, Co
   PTB_CHECK(compare_lists(a, b, payloads_a, payloads_b, "delegates that are not CUDA's",
                           [&](size_t i) { return labels_a[i]; }, threads, stats));
 
-  PTB_CHECK(compare_lists(a, b, constant_pieces(a.pte), constant_pieces(b.pte), "constant tensors",
+  PTB_CHECK(compare_lists(a, b, constant_pieces(a.pte()), constant_pieces(b.pte()), "constant tensors",
                           [](size_t i) { return "constant tensor " + num(i); }, threads, stats));
 
-  const auto* mutable_a = a.pte.program().mutable_data_segments();
-  const auto* mutable_b = b.pte.program().mutable_data_segments();
+  const auto* mutable_a = a.pte().program().mutable_data_segments();
+  const auto* mutable_b = b.pte().program().mutable_data_segments();
   size_t mutable_count_a = mutable_a ? mutable_a->size() : 0;
   size_t mutable_count_b = mutable_b ? mutable_b->size() : 0;
   if (mutable_count_a != mutable_count_b) {
     return differ(a, b, "mutable data segments: " + num(mutable_count_a) + " vs " + num(mutable_count_b));
   }
   for (flatbuffers::uoffset_t i = 0; i < mutable_count_a; ++i) {
-    PTB_CHECK(compare_lists(a, b, subsegment_pieces(a.pte, mutable_a->Get(i)), subsegment_pieces(b.pte, mutable_b->Get(i)),
+    PTB_CHECK(compare_lists(a, b, subsegment_pieces(a.pte(), mutable_a->Get(i)), subsegment_pieces(b.pte(), mutable_b->Get(i)),
                             "mutable tensors", [i](size_t t) { return "mutable data " + num(i) + " tensor " + num(t); },
                             threads, stats));
   }
@@ -202,4 +202,4 @@ Status check_same_program(const Export& a, const Export& b, unsigned threads, Co
   return check_cuda_layout(a, b);
 }
 
-}  // namespace ptb::merge_detail
+}  // namespace ptb::detail

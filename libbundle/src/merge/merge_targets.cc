@@ -8,7 +8,7 @@
 
 #include "merge/merge_bundle_internal.h"
 
-namespace ptb::merge_detail {
+namespace ptb::detail {
 namespace {
 
 std::string num(uint64_t value) { return std::to_string(value); }
@@ -24,13 +24,13 @@ std::string sm_list(const std::vector<uint32_t>& sms) {
 Result<GpuTarget> target_of(const Export& e, LibraryScanCache& scans) {
   std::vector<uint32_t> cubins, ptx;
   for (const CudaDelegate& delegate : e.cuda) {
-    const PteNamedData* entry = e.pte.find_named_data(delegate.payload.so_key);
+    const PteNamedData* entry = e.pte().find_named_data(delegate.payload->so_key);
     if (!entry) {
-      return invalid(e.name() + ": " + delegate.identity() + ": the library '" + delegate.payload.so_key +
+      return invalid(e.name() + ": " + delegate.identity() + ": the library '" + delegate.payload->so_key +
                      "' is not in the program's named data; expected the export's .pte to hold it");
     }
-    std::string name = e.name() + ": named data '" + delegate.payload.so_key + "'";
-    PTB_TRY(const LibraryKernels* kernels, scans.get(delegate.payload.so_key, e.pte.named_data_bytes(*entry), name));
+    std::string name = e.name() + ": named data '" + delegate.payload->so_key + "'";
+    PTB_TRY(const LibraryKernels* kernels, scans.get(delegate.payload->so_key, e.pte().named_data_bytes(*entry), name));
     for (uint32_t sm : kernels->cubin_sms)
       if (std::find(cubins.begin(), cubins.end(), sm) == cubins.end()) cubins.push_back(sm);
     for (uint32_t sm : kernels->ptx_sms)
@@ -52,8 +52,8 @@ Result<GpuTarget> target_of(const Export& e, LibraryScanCache& scans) {
 Status queue_same_weights(const Export& first, const Export& other, std::vector<CompareGroup>& groups,
                           std::vector<std::string>& labels) {
   for (size_t i = 0; i < first.cuda.size(); ++i) {
-    const std::string& key = first.cuda[i].payload.weights_key;
-    const std::string& other_key = other.cuda[i].payload.weights_key;
+    const std::string& key = first.cuda[i].payload->weights_key;
+    const std::string& other_key = other.cuda[i].payload->weights_key;
     if (key != other_key) {
       return invalid(pair_name(first, other) + " have different weights: " + first.cuda[i].identity() +
                      " reads '" + key + "' vs '" + other_key + "'; expected the same weights in every bundle");
@@ -84,8 +84,8 @@ std::vector<VariantOrigin> origins_of(const Export& e, const GpuTarget& target) 
     origin.kind = target.ptx ? VariantKind::PtxFallback : VariantKind::Cubin;
     origin.target_sm = target.sm;
     origin.ptx_compute = target.ptx ? target.sm : 0;
-    origin.so_key = delegate.payload.so_key;
-    if (const PteNamedData* entry = e.pte.find_named_data(delegate.payload.so_key)) origin.so_size = entry->size;
+    origin.so_key = delegate.payload->so_key;
+    if (const PteNamedData* entry = e.pte().find_named_data(delegate.payload->so_key)) origin.so_size = entry->size;
     origin.source_pte = e.name();
     out.push_back(origin);
   }
@@ -112,7 +112,7 @@ Result<PerTargetPlan> plan_per_target(const std::vector<PartProgram>& programs, 
   for (const PartProgram& program : programs) {
     PTB_TRY(Export loaded, load_export({program.pte, program.ptd}, false, false));
     for (const CudaDelegate& delegate : loaded.cuda) {
-      if (delegate.payload.form == CudaPayloadForm::MultiVariant) {
+      if (delegate.payload->form == CudaPayloadForm::MultiVariant) {
         return invalid(loaded.name() + ": " + delegate.identity() +
                        " carries the multi-variant payload while other programs of this part use the single-blob "
                        "layout; expected one layout across the bundles");
@@ -154,4 +154,4 @@ Result<PerTargetPlan> plan_per_target(const std::vector<PartProgram>& programs, 
   return plan;
 }
 
-}  // namespace ptb::merge_detail
+}  // namespace ptb::detail

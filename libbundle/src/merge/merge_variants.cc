@@ -6,7 +6,7 @@
 // or taken from --fallback, whose export must hold exactly one PTX-capable
 // variant; natives sorted by SM, the fallback last.
 //
-// Beyond ExecuTorch, when the caller can scan kernels: a regular input whose
+// Beyond ExecuTorch, unless the caller turns it off: a regular input whose
 // library holds PTX but no cubin is refused, because labelling it a native
 // variant would send the runtime to a cubin that does not exist; it belongs
 // behind --fallback.
@@ -14,8 +14,9 @@
 #include <map>
 
 #include "merge/merge_internal.h"
+#include "ptbundle/kernels/kernel_images.h"
 
-namespace ptb::merge_detail {
+namespace ptb::detail {
 namespace {
 
 std::string num(uint64_t value) { return std::to_string(value); }
@@ -32,12 +33,12 @@ std::string input_spelling(const Export& e) {
 
 // Libraries are named data of the .pte (ExecuTorch's merge reads them there).
 Result<LibrarySource> library_of(const Export& e, const CudaDelegate& delegate, const CudaVariant& variant) {
-  const PteNamedData* entry = e.pte.find_named_data(variant.so_key);
+  const PteNamedData* entry = e.pte().find_named_data(variant.so_key);
   if (!entry) {
     return invalid(e.name() + ": " + delegate.identity() + ": the library '" + variant.so_key + "' of the sm" +
                    num(variant.target_sm) + " variant is not in the program's named data; expected the export's .pte to hold it");
   }
-  return LibrarySource{variant.so_key, Blob{e.pte.named_data_bytes(*entry), &e.pte.file()}, &e};
+  return LibrarySource{variant.so_key, Blob{e.pte().named_data_bytes(*entry), &e.pte().file()}, &e};
 }
 
 Status check_native_library(const Export& e, const CudaDelegate& delegate, const CudaVariant& variant,
@@ -94,7 +95,7 @@ Result<Chosen> fallback_from_option(const Export& reference, const Export& fallb
   const CudaDelegate& delegate = fallback.cuda[position];
   PTB_CHECK(weights.add(reference.cuda[position], fallback, delegate));
   std::vector<const CudaVariant*> capable;
-  for (const CudaVariant& variant : delegate.payload.variants) {
+  for (const CudaVariant& variant : delegate.payload->variants) {
     if (variant.ptx_compute != 0) capable.push_back(&variant);
   }
   if (capable.size() != 1) {
@@ -113,7 +114,14 @@ Result<Chosen> fallback_from_option(const Export& reference, const Export& fallb
 Result<const LibraryKernels*> LibraryScanCache::get(const std::string& key, Bytes library, const std::string& name) {
   auto found = cache_.find(key);
   if (found != cache_.end()) return &found->second;
-  PTB_TRY(LibraryKernels kernels, scan_(library, name));
+  PTB_TRY(auto images, scan_kernels(library, name));
+  LibraryKernels kernels;
+  for (const KernelImage& image : images) {
+    auto& sms = image.kind == KernelKind::Cubin ? kernels.cubin_sms : kernels.ptx_sms;
+    if (std::find(sms.begin(), sms.end(), image.sm) == sms.end()) sms.push_back(image.sm);
+  }
+  std::sort(kernels.cubin_sms.begin(), kernels.cubin_sms.end());
+  std::sort(kernels.ptx_sms.begin(), kernels.ptx_sms.end());
   return &cache_.emplace(key, std::move(kernels)).first->second;
 }
 
@@ -127,7 +135,7 @@ Result<DelegateVariants> select_variants(const std::vector<Export>& regular, con
   for (const Export& e : regular) {
     const CudaDelegate& delegate = e.cuda[position];
     PTB_CHECK(weights.add(reference.cuda[position], e, delegate));
-    for (const CudaVariant& declared : delegate.payload.variants) {
+    for (const CudaVariant& declared : delegate.payload->variants) {
       if (declared.fallback_only) {
         if (inherited) {
           return invalid(inherited->library.source->name() + " and " + e.name() + " both carry a fallback variant for " +
@@ -174,4 +182,4 @@ Result<DelegateVariants> select_variants(const std::vector<Export>& regular, con
   return out;
 }
 
-}  // namespace ptb::merge_detail
+}  // namespace ptb::detail

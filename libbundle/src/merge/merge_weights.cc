@@ -8,7 +8,7 @@
 
 #include "merge/merge_internal.h"
 
-namespace ptb::merge_detail {
+namespace ptb::detail {
 namespace {
 
 std::string num(uint64_t value) { return std::to_string(value); }
@@ -36,7 +36,7 @@ std::optional<std::string> metadata_difference(const CudaWeight& a, const CudaWe
 
 Result<std::map<std::string, const CudaWeight*>> by_fqn(const Export& e, const CudaDelegate& delegate) {
   std::map<std::string, const CudaWeight*> out;
-  for (const CudaWeight& weight : delegate.payload.weights) {
+  for (const CudaWeight& weight : delegate.payload->weights) {
     if (!out.emplace(weight.fqn, &weight).second) {
       return invalid(e.name() + ": " + delegate.identity() + ": weight FQN '" + weight.fqn +
                      "' appears twice; expected each FQN once");
@@ -59,7 +59,7 @@ Result<Blob> sized_blob(const Export& e, const CudaDelegate& delegate, const Cud
   std::string where = e.name() + ": " + delegate.identity() + ": weight '" + weight.fqn + "'";
   if (!blob) {
     return invalid(where + " is stored under key '" + weight.storage_key + "', which neither " + e.name() +
-                   (e.ptd ? " nor " + e.ptd->path() : std::string(" (given without a data file)")) + " holds");
+                   (e.ptd() ? " nor " + e.ptd()->path() : std::string(" (given without a data file)")) + " holds");
   }
   if (blob->bytes.size() != weight.storage_nbytes) {
     return invalid(where + ": the blob '" + weight.storage_key + "' in " + e.blob_file(weight.storage_key) + " holds " +
@@ -90,7 +90,7 @@ Status WeightCheck::add(const CudaDelegate& reference_delegate, const Export& ca
     }
   }
   // In payload order, so the first difference reported is the first FQN.
-  for (const CudaWeight& weight : reference_delegate.payload.weights) {
+  for (const CudaWeight& weight : reference_delegate.payload->weights) {
     const CudaWeight& other = *candidate_weights.at(weight.fqn);
     if (auto found = metadata_difference(weight, other)) {
       return invalid(pair + " have different weights: " + identity + ": FQN '" + weight.fqn + "': " + *found +
@@ -147,4 +147,4 @@ uint64_t WeightCheck::weight_bytes() const {
   return total;
 }
 
-}  // namespace ptb::merge_detail
+}  // namespace ptb::detail

@@ -1,6 +1,6 @@
 #include "runner/aoti_abi.h"
 
-namespace ptb::runner {
+namespace ptb::detail {
 namespace {
 
 template <class Function>
@@ -49,4 +49,4 @@ Result<AotiAbi> AotiAbi::bind(const LoadedLibrary& library, const std::string& o
   return abi;
 }
 
-}  // namespace ptb::runner
+}  // namespace ptb::detail

@@ -15,7 +15,7 @@
 #include "ptbundle/base/result.h"
 #include "runner/loaded_library.h"
 
-namespace ptb::runner {
+namespace ptb::detail {
 
 struct ContainerOpaque;
 using ContainerHandle = ContainerOpaque*;
@@ -61,4 +61,4 @@ struct AotiAbi {
   static Result<AotiAbi> bind(const LoadedLibrary& library, const std::string& origin);
 };
 
-}  // namespace ptb::runner
+}  // namespace ptb::detail

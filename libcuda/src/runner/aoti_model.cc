@@ -31,10 +31,10 @@
 
 namespace ptb {
 
-using runner::AotiAbi;
-using runner::ConstantEntry;
-using runner::cuda_error;
-using runner::kAotiSuccess;
+using detail::AotiAbi;
+using detail::ConstantEntry;
+using detail::cuda_error;
+using detail::kAotiSuccess;
 
 namespace {
 
@@ -176,9 +176,9 @@ struct ConstantInfo {
 }  // namespace
 
 struct AotiModel::State {
-  runner::LoadedLibrary library;  // declared first: closed last
+  detail::LoadedLibrary library;  // declared first: closed last
   AotiAbi abi;
-  runner::ContainerHandle container = nullptr;
+  detail::ContainerHandle container = nullptr;
   std::vector<std::unique_ptr<at::Tensor>> bound_weights;  // per-FQN weights the container points into
   // Pinning the staging buffers and faulting in the weights' pages, started
   // before the library is loaded so that both overlap its loading and the
@@ -252,9 +252,9 @@ struct AotiModel::State {
     }
     auto start = Clock::now();
     std::unique_ptr<Stager> stager = take_prepared(staged).stager;
-    std::optional<runner::CopyRedirect> redirect;
+    std::optional<detail::CopyRedirect> redirect;
     if (stager) {
-      redirect.emplace(runner::CopyRedirect::install(library, library_elf, weights.blob, *stager, label));
+      redirect.emplace(detail::CopyRedirect::install(library, library_elf, weights.blob, *stager, label));
       if (!redirect->active()) times.upload_method += " (" + redirect->why_not() + ")";
     }
     const int32_t code = abi.update_constants_from_blob(container, weights.blob.data());
@@ -449,7 +449,7 @@ Result<AotiModel> AotiModel::load(const LoadRequest& request) {
       return invalid(request.label + ": no CUDA device " + std::to_string(request.device) + " (LibTorch sees " +
                      std::to_string(count) + ")");
     }
-    const std::string libtorch_missing = runner::make_libtorch_global();
+    const std::string libtorch_missing = detail::make_libtorch_global();
     c10::cuda::CUDAGuard guard(device_index(request.device));
     auto state = std::make_unique<State>();
     state->device = request.device;
@@ -458,7 +458,7 @@ Result<AotiModel> AotiModel::load(const LoadRequest& request) {
       state->preparing = prepare_upload(*request.weights, request.device);
 
     auto start = Clock::now();
-    auto library = runner::LoadedLibrary::open(request.library, "model.so", request.library_origin);
+    auto library = detail::LoadedLibrary::open(request.library, "model.so", request.library_origin);
     if (!library.ok()) {
       Error error = library.take_error();
       if (!libtorch_missing.empty()) error.message += " (LibTorch's libraries could not be loaded: " + libtorch_missing + ")";
@@ -471,7 +471,7 @@ Result<AotiModel> AotiModel::load(const LoadRequest& request) {
 
     start = Clock::now();
     const std::string device = "cuda:" + std::to_string(request.device);
-    runner::ContainerHandle container = nullptr;
+    detail::ContainerHandle container = nullptr;
     if (state->abi.create_with_device(&container, 1, device.c_str(), nullptr) != kAotiSuccess || !container) {
       return invalid(request.label + ": AOTInductorModelContainerCreateWithDevice(" + device + ") failed" + kSeeAbove);
     }

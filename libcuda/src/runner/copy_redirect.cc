@@ -10,7 +10,7 @@
 
 #include "ptbundle/kernels/elf_imports.h"
 
-namespace ptb::runner {
+namespace ptb::detail {
 namespace {
 
 using MemcpyFunction = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind);
@@ -135,4 +135,4 @@ CopyRedirect::~CopyRedirect() { restore(); }
 uint64_t CopyRedirect::staged_bytes() const { return redirected().staged; }
 std::string CopyRedirect::failure() const { return redirected().failure; }
 
-}  // namespace ptb::runner
+}  // namespace ptb::detail

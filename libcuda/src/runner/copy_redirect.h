@@ -18,7 +18,7 @@
 #include "ptbundle/cuda/runner.h"
 #include "runner/loaded_library.h"
 
-namespace ptb::runner {
+namespace ptb::detail {
 
 class CopyRedirect {
  public:
@@ -49,4 +49,4 @@ class CopyRedirect {
   std::string why_not_;
 };
 
-}  // namespace ptb::runner
+}  // namespace ptb::detail

@@ -5,11 +5,11 @@
 
 #include <string>
 
-namespace ptb::runner {
+namespace ptb::detail {
 
 // "cudaErrorMemoryAllocation: out of memory"
 inline std::string cuda_error(cudaError_t code) {
   return std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code);
 }
 
-}  // namespace ptb::runner
+}  // namespace ptb::detail

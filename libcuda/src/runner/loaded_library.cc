@@ -12,7 +12,7 @@
 
 #include "ptbundle/cuda/runner_config.h"
 
-namespace ptb::runner {
+namespace ptb::detail {
 namespace {
 
 std::string errno_text() { return std::strerror(errno); }
@@ -123,4 +123,4 @@ std::string make_libtorch_global() {
   return missing;
 }
 
-}  // namespace ptb::runner
+}  // namespace ptb::detail

@@ -10,7 +10,7 @@
 #include "ptbundle/base/file.h"
 #include "ptbundle/base/result.h"
 
-namespace ptb::runner {
+namespace ptb::detail {
 
 class LoadedLibrary {
  public:
@@ -41,4 +41,4 @@ class LoadedLibrary {
 // a dependency of this program. Returns what could not be loaded, or "".
 std::string make_libtorch_global();
 
-}  // namespace ptb::runner
+}  // namespace ptb::detail

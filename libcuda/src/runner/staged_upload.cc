@@ -60,7 +60,7 @@ std::vector<Chunk> plan_chunks(std::span<const HostToDevice> copies, uint64_t ch
   return chunks;
 }
 
-std::string cuda_text(const char* call, cudaError_t code) { return std::string(call) + ": " + runner::cuda_error(code); }
+std::string cuda_text(const char* call, cudaError_t code) { return std::string(call) + ": " + detail::cuda_error(code); }
 
 constexpr uint64_t kHugePage = 2ull << 20;
 

@@ -46,6 +46,8 @@ struct BundledTestSuite {
 class BpteFile {
  public:
   static Result<BpteFile> open(const std::string& path);
+  // A file already mapped (by a caller that read its kind from the mapping).
+  static Result<BpteFile> parse(MappedFile file);
 
   const std::string& path() const { return file_->path(); }
   const MappedFile& file() const { return *file_; }

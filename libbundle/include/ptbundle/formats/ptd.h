@@ -46,9 +46,10 @@ struct PtdEntry {
 class PtdFile {
  public:
   static Result<PtdFile> open(const std::string& path);
+  // A file already mapped (by a caller that read its kind from the mapping).
+  static Result<PtdFile> parse(MappedFile file);
   // A file inside a bundle folder, opened with no symlink followed.
   static Result<PtdFile> open_in(const BundleDir& dir, const std::string& relative);
-  static Result<PtdFile> open_mapped(MappedFile file);
 
   const std::string& path() const { return file_.path(); }
   const MappedFile& file() const { return file_; }

@@ -4,10 +4,9 @@
 // call it; the CLI prints it as JSON or renders the same object as text.
 //
 // Blob bytes are only read for --sha256 (streamed through a small buffer)
-// and by the kernel scanner the caller may pass.
+// and by the kernel scanner (libkernels) for the GPU code of each library.
 #pragma once
 
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -20,17 +19,14 @@ using InspectJson = nlohmann::ordered_json;
 
 struct InspectOptions {
   bool sha256 = false;
-  // Lists the GPU code in a CUDA library or kernel file (a delegate's .so, a
-  // .pt2 model library, a .cubin). Returns a JSON array of kernel images or
-  // an error; unset, no "kernels" fields are produced. libbundle cannot see
-  // libcuda, so the caller supplies it.
-  std::function<Result<InspectJson>(Bytes data, const std::string& name)> scan_kernels;
 };
 
 // "pte", "ptd", "bpte", "pt2", "bundle" (a folder with bundle.json), or an
 // error when the file is none of these. The content decides; the extension
 // only when the content is too short to tell.
 Result<std::string> detect_inspect_kind(const std::string& path);
+// The same for a file already mapped, so that its reader can parse that mapping.
+Result<std::string> detect_file_kind(const MappedFile& file);
 
 // The object for one path: {"path", "kind", ...}. Errors are those of the
 // readers (the whole file is refused, as ptbundle refuses to load it).

@@ -25,6 +25,7 @@
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/base/result.h"
+#include "ptbundle/program/program_with_data.h"
 
 namespace ptb {
 
@@ -34,26 +35,28 @@ enum class CheckStatus { Pass, Fail, Skip, Warn };
 const char* check_status_name(CheckStatus status);  // "pass", "fail", "skip", "warn"
 
 // The names of the checks, as `verify --json` reports them.
-namespace checks {
-inline constexpr const char* kInput = "input";                  // the PATH is a bundle, .pte, .bpte or .pt2
-inline constexpr const char* kManifest = "manifest";            // bundle.json reads and validates
-inline constexpr const char* kName = "name";                    // part names and data names follow the rules
-inline constexpr const char* kNameCollision = "name_collision"; // no two names differ only in case
-inline constexpr const char* kFile = "file";                    // a listed file: present, size, SHA-256
-inline constexpr const char* kUnlistedFile = "unlisted_file";   // a .pte/.ptd in the folder the manifest lacks
-inline constexpr const char* kProgram = "program";              // the .pte/.bpte/.pt2 opens (segments, offsets)
-inline constexpr const char* kDataFile = "data_file";           // the .ptd is found and opens
-inline constexpr const char* kManifestProgram = "manifest_program";  // manifest methods = the program's
-inline constexpr const char* kDataName = "data_name";           // delegates' data_name compile specs
-inline constexpr const char* kDelegateKeys = "delegate_keys";   // every referenced key, with its size
-inline constexpr const char* kWeights = "weights";              // per-FQN weight views fit their storage
-inline constexpr const char* kTestcaseFile = "testcase_file";   // testcases/<part>.ptd matches the method
-inline constexpr const char* kPackageLayout = "package_layout"; // a .pt2 compiled as ExecuTorch's CUDA backend needs
-inline constexpr const char* kKernelTargets = "kernel_targets"; // manifest's kernel targets = the libraries'
-inline constexpr const char* kGpu = "gpu";                      // each CUDA part can run on the GPU
-inline constexpr const char* kTestcase = "testcase";            // recorded test cases reproduce
-inline constexpr const char* kLeftover = "leftover";            // temporary files of an interrupted write
-}  // namespace checks
+// A struct rather than a namespace of its own: ptb is the only namespace of the
+// public API, and callers still write checks::kGpu.
+struct checks {
+  static constexpr const char* kInput = "input";                  // the PATH is a bundle, .pte, .bpte or .pt2
+  static constexpr const char* kManifest = "manifest";            // bundle.json reads and validates
+  static constexpr const char* kName = "name";                    // part names and data names follow the rules
+  static constexpr const char* kNameCollision = "name_collision"; // no two names differ only in case
+  static constexpr const char* kFile = "file";                    // a listed file: present, size, SHA-256
+  static constexpr const char* kUnlistedFile = "unlisted_file";   // a .pte/.ptd in the folder the manifest lacks
+  static constexpr const char* kProgram = "program";              // the .pte/.bpte/.pt2 opens (segments, offsets)
+  static constexpr const char* kDataFile = "data_file";           // the .ptd is found and opens
+  static constexpr const char* kManifestProgram = "manifest_program";  // manifest methods = the program's
+  static constexpr const char* kDataName = "data_name";           // delegates' data_name compile specs
+  static constexpr const char* kDelegateKeys = "delegate_keys";   // every referenced key, with its size
+  static constexpr const char* kWeights = "weights";              // per-FQN weight views fit their storage
+  static constexpr const char* kTestcaseFile = "testcase_file";   // testcases/<part>.ptd matches the method
+  static constexpr const char* kPackageLayout = "package_layout"; // a .pt2 compiled as ExecuTorch's CUDA backend needs
+  static constexpr const char* kKernelTargets = "kernel_targets"; // manifest's kernel targets = the libraries'
+  static constexpr const char* kGpu = "gpu";                      // each CUDA part can run on the GPU
+  static constexpr const char* kTestcase = "testcase";            // recorded test cases reproduce
+  static constexpr const char* kLeftover = "leftover";            // temporary files of an interrupted write
+};
 
 struct CheckOutcome {
   std::string path;     // the PATH argument the check belongs to
@@ -90,8 +93,9 @@ struct VerifySubject {
   std::string part_name;  // the bundle part, or the file's stem
   SubjectKind kind = SubjectKind::Program;
   std::string program_path;
-  std::shared_ptr<const PteFile> pte;     // Program; BundledProgram: the program inside
-  std::shared_ptr<const PtdFile> ptd;     // its data file, when it has one that opened
+  // Program and BundledProgram (the program inside), with its data file when
+  // it has one that opened; described and decoded once for every check.
+  std::shared_ptr<const ProgramWithData> program;
   std::shared_ptr<const BpteFile> bpte;   // BundledProgram
   std::shared_ptr<const Pt2Package> package;  // Package
   // Bundle parts only.
@@ -104,34 +108,15 @@ struct VerifySubject {
   std::string testcase_method;              // the method the test case calls
 };
 
-// "model.pte,data.ptd" gives both; otherwise the data file is looked up.
-struct VerifyInput {
-  std::string path;
-  std::optional<std::string> data_path;
-};
-VerifyInput parse_verify_input(std::string_view argument);
-
-// Runs every check above on one input and returns the subjects the GPU
-// checks can go on with (those whose program opened). Never fails: a problem
-// is a failed check.
-std::vector<VerifySubject> check_integrity(const VerifyInput& input, CheckList& checks);
-
-// The bytes stored under `key`: in the data file first, then in the
-// program's named data, the two places ExecuTorch's runtime looks.
-struct NamedBytes {
-  Bytes bytes;
-  std::string file;  // which file holds them
-};
-std::optional<NamedBytes> find_named_bytes(const PteFile& pte, const PtdFile* ptd, std::string_view key);
+// Runs every check above on one argument ("bundle/", "model.pte",
+// "model.pte,data.ptd", parsed by parse_program_argument) and returns the
+// subjects the GPU checks can go on with (those whose program opened). Never
+// fails: a problem is a failed check.
+std::vector<VerifySubject> check_integrity(std::string_view argument, CheckList& checks);
 
 // The bytes a per-FQN weight view reaches (storage_offset + the extent of
 // sizes and strides, times the element size), or an error saying why the
 // entry is malformed (unknown dtype, negative sizes, overflow).
 Result<uint64_t> weight_view_bytes(const CudaWeight& weight);
-
-// The data file ExecuTorch's export writes beside a lone program:
-// <stem>.ptd, <data_name>.ptd (a checked name only) or aoti_cuda_blob.ptd,
-// the first that exists.
-std::optional<std::string> find_data_file_beside(const std::string& program_path, const PteFile& pte);
 
 }  // namespace ptb

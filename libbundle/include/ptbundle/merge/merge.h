@@ -10,15 +10,16 @@
 // anything is written; a refusal names the two files and the first
 // difference.
 //
-// libbundle cannot read kernels (libcuda does, and depends on libbundle), so
-// what a library's kernels say comes in through `LibraryScan`, supplied by
-// the caller (libexport's merge_library_scan() wraps libcuda's scanner).
+// What a library's kernels say is read with libkernels' scan_kernels. Each
+// input's data file is the one given after its comma (parse_program_argument),
+// never one looked for beside it: the output's data file must be asked for
+// with --output-data, so merge writes one only when the inputs name theirs.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ptbundle/formats/cuda_payload.h"
@@ -34,13 +35,8 @@ struct MergeSource {
   std::string ptd_path;  // empty: none
 };
 
-// The GPU code found in one shared library.
-struct LibraryKernels {
-  std::vector<uint32_t> cubin_sms;  // 80 for an sm_80 cubin
-  std::vector<uint32_t> ptx_sms;    // 75 for compute_75 PTX
-};
-// `name` identifies the library in errors ("a.pte: named data '<key>'").
-using LibraryScan = std::function<Result<LibraryKernels>(Bytes library, const std::string& name)>;
+// "IN.pte" or "IN.pte,IN.ptd", split by parse_program_argument.
+Result<MergeSource> parse_merge_source(std::string_view argument);
 
 struct MergeRequest {
   std::vector<MergeSource> inputs;
@@ -48,10 +44,10 @@ struct MergeRequest {
   std::string output_pte;
   // Required when the inputs have data files, refused when they have none.
   std::string output_ptd;
-  // Optional. With it, a regular input whose library holds PTX but no cubin
-  // is refused (it belongs behind --fallback), and a fallback whose library
-  // holds no PTX is refused.
-  LibraryScan scan_library;
+  // A regular input whose library holds PTX but no cubin is refused (it
+  // belongs behind --fallback), and a fallback whose library holds no PTX is
+  // refused. Off, the inputs are taken as ExecuTorch's merge takes them.
+  bool check_kernels = true;
   // Threads comparing weights; 0: one per core, at most 4.
   unsigned threads = 0;
 };
@@ -102,7 +98,6 @@ Result<MergeResult> merge_programs(const MergeRequest& request);
 struct BundleMergeRequest {
   std::vector<std::string> bundles;  // folders holding bundle.json
   std::string output_dir;            // must not exist, or be an empty folder
-  LibraryScan scan_library;          // required: single-blob parts are named by their kernels
   unsigned threads = 0;
   std::string tool_version;  // recorded as ptbundle_version
 };

@@ -5,8 +5,8 @@
 //
 // A part comes from:
 //   - a bundle folder: <part>.pte and <part>.ptd (`--part`, or the only part);
-//   - a .pte with its data file: <stem>.ptd, <data_name>.ptd (the compile
-//     spec) or aoti_cuda_blob.ptd beside it, the first that exists;
+//   - a .pte with its data file, given after a comma or found beside it as
+//     every command finds it (data_file_candidates in program_with_data.h);
 //   - an AOTInductor .pt2 package compiled with ExecuTorch's options
 //     (weights in a blob beside the library, kernels embedded in it).
 // The CUDA delegate payload decides the weights layout: one blob for the
@@ -25,6 +25,7 @@
 #include "ptbundle/base/file.h"
 #include "ptbundle/formats/npy.h"
 #include "ptbundle/formats/pte.h"
+#include "ptbundle/program/program_with_data.h"
 #include "ptbundle/base/result.h"
 #include "ptbundle/results/tolerance.h"
 
@@ -75,7 +76,13 @@ struct RunPartOptions {
   uint64_t max_weights_bytes = 256ull << 30;
 };
 
+// `path` is a bundle folder, PROGRAM.pte[,DATA.ptd] (parse_program_argument)
+// or a .pt2 package.
 Result<RunPart> open_run_part(const std::string& path, const RunPartOptions& options);
+// A program already opened with its data (verify's subjects): nothing is
+// read again. `name` is the part's name for messages.
+Result<RunPart> open_run_part(std::shared_ptr<const ProgramWithData> program, const std::string& name,
+                              const RunPartOptions& options);
 
 // A tensor in host memory, laid out as in an .npy file.
 struct HostTensor {

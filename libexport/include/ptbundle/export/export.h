@@ -1,8 +1,9 @@
 // `ptbundle export`: turning compiled parts into the parts of a bundle.
 //
 // A part's SOURCE is either an ExecuTorch export ("model.pte" or
-// "model.pte,data.ptd"; without a data file, "aoti_cuda_blob.ptd" or the
-// only .ptd beside the program is used) or an AOTInductor package (".pt2")
+// "model.pte,data.ptd", split by parse_program_argument; without a data file,
+// the one found beside the program as every command finds it,
+// data_file_candidates in program_with_data.h) or an AOTInductor package (".pt2")
 // compiled with the options ExecuTorch's CUDA backend uses, which is
 // converted into a .pte with one CudaBackend delegate. Every part gets the
 // data name NAME: its CUDA delegates carry the compile spec data_name=NAME

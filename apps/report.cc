@@ -1,0 +1,73 @@
+#include "report.h"
+
+#include <cstdio>
+#include <iostream>
+
+namespace ptb::app {
+namespace {
+
+Json command_json(const std::string& command) { return command.empty() ? Json(nullptr) : Json(command); }
+
+Json errors_json(const std::vector<Error>& errors) {
+  Json out = Json::array();
+  for (const Error& error : errors) out.push_back({{"message", error.message}, {"kind", error_kind_name(error.kind)}});
+  return out;
+}
+
+void print_error_line(const Error& error) {
+  std::fprintf(stderr, "ptbundle: error: %s\n", printable(error.message).c_str());
+}
+
+}  // namespace
+
+const char* error_kind_name(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::Usage: return "usage";
+    case ErrorKind::Io: return "io";
+    default: return "invalid";
+  }
+}
+
+std::ostream& Output::text_stream() { return std::cout; }
+
+int Output::finish(std::optional<Json> body, int exit_code, const std::vector<Error>& errors) {
+  for (const Error& error : errors) print_error_line(error);
+  if (json_) {
+    Json document = Json::object();
+    document["format_version"] = kFormatVersion;
+    document["command"] = command_json(command_);
+    if (body) {
+      for (auto& [key, value] : body->items()) document[key] = std::move(value);
+    }
+    if (!errors.empty() || !body) document["errors"] = errors_json(errors);
+    document["exit_code"] = exit_code;
+    // Strings read from files need not be UTF-8; dump() would throw on them,
+    // so invalid bytes are replaced with U+FFFD instead.
+    std::cout << document.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+  }
+  std::cout.flush();
+  if (!std::cout) {
+    Error error = io_error("stdout: cannot write the report");
+    print_error_line(error);
+    return static_cast<int>(error.kind);
+  }
+  return exit_code;
+}
+
+int Output::fail(const Error& error) { return finish(std::nullopt, static_cast<int>(error.kind), {error}); }
+
+std::string human_size(uint64_t bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %s", value, kUnits[unit]);
+  return text;
+}
+
+}  // namespace ptb::app

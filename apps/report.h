@@ -1,0 +1,135 @@
+// The printer layer: how every command's report reaches stdout.
+//
+// Each command fills one report model, a plain struct (cmd_<name>.cc), and
+// hands it to Output::print. The model is rendered two ways:
+//   - JSON, by the one generic renderer below: a struct lists its members once,
+//     in the order schemas/<name>.schema.json gives them, through
+//     `template <class F> void fields(F& f) const { f("key", member)...; }`,
+//     and to_json() turns strings, numbers, booleans, std::optional (null),
+//     vectors (arrays), nested models and Json values into the document;
+//   - text for people, by the command's `render_text(std::ostream&, const Model&)`,
+//     which reads the same typed members and lays them out (TextTable for
+//     columns).
+// Why typed structs and not llvm-readobj's ScopedPrinter (one describe() call
+// sequence rendered by a text and a JSON printer): our text is not
+// "Key: value" lines but headed tables and one-line summaries that combine
+// several fields, which the tests and people rely on; a ScopedPrinter would
+// either flatten that text or need text-only calls beside every field, i.e.
+// the report written twice again. With structs, the JSON shape is declared
+// once and generically rendered, no command builds Json by hand, and the text
+// layout can only show what the model holds, by name checked by the compiler.
+//
+// One exception remains: inspect's per-file objects are still built as Json
+// by libbundle (inspect_path) and inspect_text.cc reads them by key; they
+// become typed models when the library returns typed inspect results (the
+// program-model work of issue 10 owns that code).
+//
+// Every --json document starts with "format_version" and "command" and ends
+// with "exit_code"; a command that fails before it has a report prints an
+// error document instead (schemas/error.schema.json), so stdout always holds
+// exactly one document.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ptbundle/base/result.h"
+
+namespace ptb::app {
+
+using Json = nlohmann::ordered_json;
+
+// The version of every --json document's envelope and of error documents.
+inline constexpr int kFormatVersion = 1;
+
+class JsonFields;
+
+template <class T>
+concept Described = requires(const T& value, JsonFields& fields) { value.fields(fields); };
+
+template <class T>
+struct IsOptional : std::false_type {};
+template <class T>
+struct IsOptional<std::optional<T>> : std::true_type {};
+template <class T>
+struct IsVector : std::false_type {};
+template <class T, class A>
+struct IsVector<std::vector<T, A>> : std::true_type {};
+
+template <class T>
+Json to_json(const T& value);
+
+// Adds members to one JSON object, in call order.
+class JsonFields {
+ public:
+  explicit JsonFields(Json& object) : object_(object) {}
+  template <class T>
+  JsonFields& operator()(const char* key, const T& value) {
+    object_[key] = to_json(value);
+    return *this;
+  }
+
+ private:
+  Json& object_;
+};
+
+template <class T>
+Json to_json(const T& value) {
+  if constexpr (Described<T>) {
+    Json object = Json::object();
+    JsonFields fields(object);
+    value.fields(fields);
+    return object;
+  } else if constexpr (IsOptional<T>::value) {
+    return value ? to_json(*value) : Json(nullptr);
+  } else if constexpr (IsVector<T>::value) {
+    Json array = Json::array();
+    for (const auto& item : value) array.push_back(to_json(item));
+    return array;
+  } else {
+    return Json(value);
+  }
+}
+
+// "usage", "io" or "invalid": an error's kind as JSON documents name it.
+const char* error_kind_name(ErrorKind kind);
+
+// One command's output. With --json, stdout gets exactly one document.
+class Output {
+ public:
+  // `command` is empty when the command line named none (or an unknown one).
+  Output(std::string command, bool json) : command_(std::move(command)), json_(json) {}
+  bool json() const { return json_; }
+
+  // The report (JSON, or render_text for people) and `errors`, each also one
+  // "ptbundle: error:" line on stderr, then exit_code; an unwritable stdout
+  // is an I/O error.
+  template <class Model>
+  int print(const Model& model, int exit_code = 0, const std::vector<Error>& errors = {}) {
+    if (json_) return finish(to_json(model), exit_code, errors);
+    render_text(text_stream(), model);
+    return finish(std::nullopt, exit_code, errors);
+  }
+
+  // No report: the error on stderr and, with --json, the error document.
+  // Returns the error's exit code.
+  int fail(const Error& error);
+
+ private:
+  std::ostream& text_stream();
+  int finish(std::optional<Json> body, int exit_code, const std::vector<Error>& errors);
+
+  std::string command_;
+  bool json_;
+};
+
+// "4.0 GiB", "312 B": sizes for people. JSON output always uses bytes.
+std::string human_size(uint64_t bytes);
+
+}  // namespace ptb::app
