@@ -83,7 +83,8 @@ Json report_json(const ExportReport& report) {
                      {"files", files},
                      {"notes", part.notes}});
   }
-  return {{"bundle", report.bundle_dir}, {"manifest", std::string(kManifestFileName)}, {"parts", parts}};
+  return {{"bundle", report.bundle_dir}, {"manifest", std::string(kManifestFileName)}, {"parts", parts},
+          {"removed_signatures", report.removed_signatures}};
 }
 
 void print_summary(const ExportReport& report) {
@@ -108,6 +109,7 @@ int run_export(const ExportArgs& args) {
   auto result = export_parts(*options);
   line.finish();
   if (!result) return report(result.error());
+  report_removed_signatures(result->removed_signatures);
   if (args.json) print_json(report_json(*result));
   else print_summary(*result);
   return 0;

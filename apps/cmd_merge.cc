@@ -70,7 +70,8 @@ Json result_json(const MergeResult& result) {
           {"variants", variants},
           {"provenance", provenance_json(result.provenance)},
           {"weights", {{"count", result.weight_count}, {"bytes", result.weight_bytes}}},
-          {"compared_bytes", result.compared_bytes}};
+          {"compared_bytes", result.compared_bytes},
+          {"removed_signatures", result.removed_signatures}};
 }
 
 int run_file_merge(const MergeOptions& options) {
@@ -83,6 +84,7 @@ int run_file_merge(const MergeOptions& options) {
   request.threads = options.threads;
   auto result = merge_programs(request);
   if (!result) return report(result.error());
+  report_removed_signatures(result->removed_signatures);
   if (options.json) {
     print_json(result_json(*result));
   } else {

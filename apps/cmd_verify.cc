@@ -19,6 +19,8 @@ struct VerifyArgs {
   std::string gpu = "auto";
   bool json = false;
   bool verbose = false;
+  std::vector<std::string> keys;
+  std::string keys_dir;
 };
 
 const char* mode_name(GpuMode mode) {
@@ -59,6 +61,23 @@ Json gpu_json(const GpuTarget& gpu) {
   return out;
 }
 
+const SignatureSummary* signature_of(const VerifyReport& report, const std::string& path) {
+  for (const auto& summary : report.signatures) {
+    if (summary.path == path && summary.file) return &summary;
+  }
+  return nullptr;
+}
+
+Json signature_json(const SignatureSummary* summary) {
+  if (!summary) return nullptr;
+  auto optional = [](const std::optional<std::string>& text) { return text ? Json(*text) : Json(nullptr); };
+  return {{"file", *summary->file},
+          {"key_fingerprint", optional(summary->key_fingerprint)},
+          {"key", optional(summary->key)},
+          {"curve", optional(summary->curve)},
+          {"verified", summary->verified}};
+}
+
 void print_json_report(const VerifyReport& report, const VerifyArgs& args) {
   const auto& outcomes = report.checks.outcomes();
   Json document;
@@ -74,7 +93,8 @@ void print_json_report(const VerifyReport& report, const VerifyArgs& args) {
                                  {"ok", tally.failed == 0},
                                  {"passed", tally.passed},
                                  {"failed", tally.failed},
-                                 {"skipped", tally.skipped}});
+                                 {"skipped", tally.skipped},
+                                 {"signature", signature_json(signature_of(report, path))}});
   }
   document["checks"] = Json::array();
   for (const auto& outcome : outcomes) {
@@ -106,6 +126,10 @@ void print_text_report(const VerifyReport& report, const VerifyArgs& args) {
       if (!outcome.message.starts_with(outcome.subject)) std::cout << printable(outcome.subject) << ": ";
       std::cout << printable(outcome.message) << '\n';
     }
+    if (const SignatureSummary* signature = signature_of(report, path)) {
+      std::cout << "signature " << *signature->file << ": key fingerprint " << signature->key_fingerprint.value_or("(none)")
+                << (signature->verified ? ", verified with " + *signature->key : std::string(", not verified")) << '\n';
+    }
     Tally tally = tally_of(report.checks.outcomes(), &path);
     std::cout << path << ": " << (tally.failed ? "FAILED, " + std::to_string(tally.failed) + " problem(s)" : std::string("ok"))
               << " (" << tally.total() << " checks: " << tally.passed << " passed, " << tally.failed << " failed, "
@@ -116,6 +140,16 @@ void print_text_report(const VerifyReport& report, const VerifyArgs& args) {
 int run_verify(const VerifyArgs& args) {
   VerifyOptions options;
   options.gpu = args.gpu;
+  for (const auto& path : args.keys) {
+    auto key = PublicKey::load(path);
+    if (!key.ok()) return report(key.error());
+    options.keys.push_back(std::move(*key));
+  }
+  if (!args.keys_dir.empty()) {
+    auto keys = load_public_keys_dir(args.keys_dir);
+    if (!keys.ok()) return report(keys.error());
+    for (auto& key : *keys) options.keys.push_back(std::move(key));
+  }
   auto verified = verify_paths(args.paths, options);
   if (!verified.ok()) return report(verified.error());
   if (args.json) print_json_report(*verified, args);
@@ -147,6 +181,10 @@ Action add_verify(CLI::App& root) {
                     "One JSON document on stdout listing every check with its outcome, described by\n"
                     "schemas/verify.schema.json");
   command->add_flag("--verbose,-v", args->verbose, "Also list the checks that passed");
+  command->add_option("--key", args->keys,
+                      "Public key (PEM) the bundles must be signed with (repeatable; any one of them); checked first,\n"
+                      "then every file against the signature");
+  command->add_option("--keys-dir", args->keys_dir, "Folder of public keys (*.pem, *.pub), as --key for each");
   return [args] { return run_verify(*args); };
 }
 

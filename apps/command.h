@@ -22,6 +22,7 @@ Action add_merge(CLI::App& root);
 Action add_verify(CLI::App& root);
 Action add_run(CLI::App& root);
 Action add_gpus(CLI::App& root);
+Action add_sign(CLI::App& root);
 
 // Prints "ptbundle: error: <message>" on stderr and returns the exit code of
 // the error's kind.
@@ -29,6 +30,9 @@ int report(const Error& error);
 
 // One JSON document on stdout, with a trailing newline.
 void print_json(const Json& document);
+
+// A writer changed a signed bundle and removed the signature: one line each on stderr.
+void report_removed_signatures(const std::vector<std::string>& paths);
 
 // "4.0 GiB", "312 B": sizes for people. JSON output always uses bytes.
 std::string human_size(uint64_t bytes);

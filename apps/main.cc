@@ -18,6 +18,12 @@ void print_json(const Json& document) {
   std::cout << document.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
 }
 
+void report_removed_signatures(const std::vector<std::string>& paths) {
+  for (const auto& path : paths)
+    std::fprintf(stderr, "ptbundle: removed the signature %s: the bundle changed; sign it again (ptbundle sign)\n",
+                 printable(path).c_str());
+}
+
 std::string human_size(uint64_t bytes) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   if (bytes < 1024) return std::to_string(bytes) + " B";
@@ -48,7 +54,8 @@ int main(int argc, char** argv) {
   root.fallthrough(false);
 
   Action actions[] = {add_export(root), add_merge(root), add_verify(root),
-                      add_inspect(root), add_run(root), add_gpus(root)};
+                      add_inspect(root), add_run(root), add_gpus(root),
+                      add_sign(root)};
   (void)actions;
 
   try {

@@ -10,6 +10,7 @@
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/formats/pte.h"
 #include "formats/wire.h"
+#include "ptbundle/signing/model_signature.h"
 
 namespace ptb {
 namespace {
@@ -25,6 +26,20 @@ std::string kind_from_extension(const std::string& path) {
 }  // namespace
 
 namespace detail {
+
+// A signature file: who signed (the key's fingerprint) and the statement it
+// signs, shown as read; inspect does not verify it (verify --key does).
+Result<InspectJson> inspect_signature(const std::string& path) {
+  PTB_TRY(SignatureFile signature, read_signature_file(path));
+  InspectJson out;
+  out["media_type"] = kSigstoreBundleMediaType;
+  out["key_fingerprint"] = signature.key_hint ? InspectJson(*signature.key_hint) : InspectJson(nullptr);
+  out["payload_type"] = kInTotoPayloadType;
+  out["statement"] = signature.statement_json.is_discarded() ? InspectJson(nullptr) : signature.statement_json;
+  out["statement_error"] = signature.statement_error.empty() ? InspectJson(nullptr) : InspectJson(signature.statement_error);
+  out["verified"] = false;
+  return out;
+}
 
 Result<InspectJson> inspect_bundle_folder(const std::string& path, const InspectOptions& options) {
   PTB_TRY(auto manifest, read_manifest(path));
@@ -52,6 +67,16 @@ Result<InspectJson> inspect_bundle_folder(const std::string& path, const Inspect
     }
     out["parts"].push_back(std::move(p));
   }
+  const std::vector<std::string> signatures = find_signature_files(path);
+  if (signatures.empty()) {
+    out["signature"] = nullptr;
+  } else {
+    const bool has_default = std::find(signatures.begin(), signatures.end(), kDefaultSignatureName) != signatures.end();
+    const std::string name = has_default ? std::string(kDefaultSignatureName) : signatures.front();
+    PTB_TRY(auto signature, inspect_signature((fs::path(path) / name).string()));
+    signature["file"] = name;
+    out["signature"] = std::move(signature);
+  }
   return out;
 }
 
@@ -67,6 +92,8 @@ Result<std::string> detect_inspect_kind(const std::string& path) {
   }
   PTB_TRY(auto file, MappedFile::open(path));
   Bytes data = file.bytes();
+  // A signature is JSON; a few bytes tell it from the binary formats.
+  if (fs::path(path).extension() == ".sig" || (!data.empty() && data[0] == '{')) return std::string("signature");
   if (wire::has_text_at(data, 4, "ET12")) return std::string("pte");
   if (wire::has_text_at(data, 4, "FT01")) return std::string("ptd");
   if (wire::has_text_at(data, 4, "BP08")) return std::string("bpte");
@@ -87,6 +114,13 @@ Result<InspectJson> inspect_path(const std::string& path, const InspectOptions& 
   if (kind == "bundle") {
     PTB_TRY(auto folder, detail::inspect_bundle_folder(path, options));
     out.update(folder);
+    return out;
+  }
+  if (kind == "signature") {
+    PTB_TRY(auto file, MappedFile::open(path));
+    out["size"] = file.size();
+    PTB_TRY(auto signature, detail::inspect_signature(path));
+    out.update(signature);
     return out;
   }
   if (kind == "pt2") {

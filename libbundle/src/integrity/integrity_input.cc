@@ -94,6 +94,14 @@ void check_bundled_program(const VerifyInput& input, CheckList& checks, std::vec
 }  // namespace integrity
 
 std::vector<VerifySubject> check_integrity(const VerifyInput& input, CheckList& checks) {
+  return check_integrity(input, checks, {}, nullptr);
+}
+
+std::vector<VerifySubject> check_integrity(const VerifyInput& input, CheckList& checks, const IntegrityOptions& options,
+                                           SignatureSummary* signature) {
+  SignatureSummary unused;
+  SignatureSummary& summary = signature ? *signature : unused;
+  summary.path = input.path;
   std::vector<VerifySubject> subjects;
   std::error_code ec;
   auto status = fs::status(input.path, ec);
@@ -113,9 +121,11 @@ std::vector<VerifySubject> check_integrity(const VerifyInput& input, CheckList& 
       return subjects;
     }
     checks.pass(checks::kInput, input.path, "bundle folder");
-    integrity::check_bundle(input.path, checks, subjects);
+    integrity::check_bundle(input.path, options, checks, subjects, summary);
     return subjects;
   }
+  if (!options.keys.empty())
+    checks.fail(checks::kSignature, input.path, "only bundle folders are signed (ptbundle sign); --key needs a bundle folder");
   auto kind = detect_inspect_kind(input.path);
   if (!kind.ok()) {
     checks.fail(checks::kInput, input.path, kind.error().message);

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "merge/merge_internal.h"
+#include "ptbundle/signing/sign_bundle.h"
 
 namespace ptb {
 
@@ -181,6 +182,10 @@ Result<MergeResult> merge_programs(const MergeRequest& request) {
   result.weight_count = weights.weight_count();
   result.weight_bytes = weights.weight_bytes();
   result.compared_bytes = stats.bytes_read;
+  result.removed_signatures = remove_invalidated_signatures(request.output_pte);
+  if (!result.output_ptd.empty()) {
+    for (auto& path : remove_invalidated_signatures(result.output_ptd)) result.removed_signatures.push_back(std::move(path));
+  }
   return result;
 }
 

@@ -27,7 +27,8 @@ struct InspectOptions {
   std::function<Result<InspectJson>(Bytes data, const std::string& name)> scan_kernels;
 };
 
-// "pte", "ptd", "bpte", "pt2", "bundle" (a folder with bundle.json), or an
+// "pte", "ptd", "bpte", "pt2", "bundle" (a folder with bundle.json),
+// "signature" (a .sig file, or JSON: a model-signing signature), or an
 // error when the file is none of these. The content decides; the extension
 // only when the content is too short to tell.
 Result<std::string> detect_inspect_kind(const std::string& path);

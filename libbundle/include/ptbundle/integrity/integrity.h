@@ -25,6 +25,7 @@
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/base/result.h"
+#include "ptbundle/signing/keys.h"
 
 namespace ptb {
 
@@ -50,6 +51,9 @@ inline constexpr const char* kPackageLayout = "package_layout"; // a .pt2 compil
 inline constexpr const char* kKernelTargets = "kernel_targets"; // manifest's kernel targets = the libraries'
 inline constexpr const char* kGpu = "gpu";                      // each CUDA part can run on the GPU
 inline constexpr const char* kTestcase = "testcase";            // recorded test cases reproduce
+inline constexpr const char* kSignature = "signature";          // the bundle's signature verifies with a key given
+inline constexpr const char* kSignedFiles = "signed_files";     // the files are exactly those signed
+inline constexpr const char* kContentKey = "content_key";       // "<sha256>_so_blob" keys hash to their name
 }  // namespace checks
 
 struct CheckOutcome {
@@ -107,10 +111,30 @@ struct VerifyInput {
 };
 VerifyInput parse_verify_input(std::string_view argument);
 
+// What verify learnt of a bundle's signature.
+struct SignatureSummary {
+  std::string path;                            // the PATH argument
+  std::optional<std::string> file;             // the signature file, when the bundle has one
+  std::optional<std::string> key_fingerprint;  // the key hint it records
+  std::optional<std::string> key;              // the key file it verified with
+  std::optional<std::string> curve;            // of that key
+  bool verified = false;                       // verified, and the files are exactly as signed
+};
+
+struct IntegrityOptions {
+  // With keys, a bundle must carry a signature that one of them verifies
+  // (checked first), and its files must be exactly the signed ones.
+  std::vector<PublicKey> keys;
+  unsigned threads = 0;  // hashing threads; 0: one per core
+};
+
 // Runs every check above on one input and returns the subjects the GPU
 // checks can go on with (those whose program opened). Never fails: a problem
-// is a failed check.
+// is a failed check. A bundle's files are hashed once, in parallel, for the
+// signature, bundle.json and the content-addressed keys together.
 std::vector<VerifySubject> check_integrity(const VerifyInput& input, CheckList& checks);
+std::vector<VerifySubject> check_integrity(const VerifyInput& input, CheckList& checks, const IntegrityOptions& options,
+                                           SignatureSummary* signature);
 
 // The bytes stored under `key`: in the data file first, then in the
 // program's named data, the two places ExecuTorch's runtime looks.
