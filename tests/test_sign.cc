@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "ptbundle/base/sha256.h"
@@ -283,7 +284,7 @@ TEST_CASE("sign: a signed bundle verifies with its key, and the CLI says who sig
   CHECK(contains(skipped->message, signed_report.key_fingerprint));
 
   auto cli = run_cli("verify --gpu none --key " + quote(keys.pub) + " " + quote(bundle));
-  CHECK_MESSAGE(cli.exit_code == 0, cli.out + cli.err);
+  CHECK_MESSAGE(cli.exit_code == 0, (cli.out + cli.err));
   CHECK(contains(cli.out, "verified with"));
   auto text = run_cli("verify --gpu none " + quote(bundle));
   CHECK(text.exit_code == 0);
@@ -293,7 +294,7 @@ TEST_CASE("sign: a signed bundle verifies with its key, and the CLI says who sig
 
   // A key directory; and a key given for an unsigned bundle fails.
   auto from_dir = run_cli("verify --gpu none --keys-dir " + quote(keys.dir.path()) + " " + quote(bundle));
-  CHECK_MESSAGE(from_dir.exit_code == 0, from_dir.out + from_dir.err);
+  CHECK_MESSAGE(from_dir.exit_code == 0, (from_dir.out + from_dir.err));
   fs::remove(bundle / "bundle.sig");
   VerifyReport unsigned_report = verify(bundle, {keys.pub});
   const CheckOutcome* unsigned_fail = outcome(unsigned_report, checks::kSignature, CheckStatus::Fail);
@@ -315,7 +316,7 @@ TEST_CASE("sign: each tampering is refused, naming the file") {
     for (const auto& o : report.checks.outcomes()) {
       if (o.status == CheckStatus::Fail && o.check == check && contains(o.subject, subject) && contains(o.message, text)) found = true;
     }
-    CHECK_MESSAGE(found, "expected " + check + " failure on " + subject + " saying '" + text + "'; got:\n" + failures(report));
+    CHECK_MESSAGE(found, ("expected " + check + " failure on " + subject + " saying '" + text + "'; got:\n" + failures(report)));
   };
 
   SUBCASE("a byte of a weight, with bundle.json rewritten to match") {

@@ -10,6 +10,7 @@
 // behind it, so that a large file costs two cores for the time of one pass
 // instead of one core for two passes.
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -35,7 +35,7 @@ Result<FolderDigests> hash_folder(const std::string& dir, const FolderHashOption
     for (size_t at = next.fetch_add(1); at < order.size(); at = next.fetch_add(1)) {
       FileDigest& entry = entries[order[at]];
       const std::string path = (fs::path(dir) / entry.path).string();
-      entry.content_keys = content_keys_of(path);
+      if (options.content_keys) entry.content_keys = content_keys_of(path);
       detail::hash_file(path, entry);
     }
   };

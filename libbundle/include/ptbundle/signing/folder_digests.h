@@ -50,6 +50,7 @@ struct FolderHashOptions {
   // it (".git" ignores ".git/config"), as model_signing's ignore list does.
   std::vector<std::string> ignore;
   unsigned threads = 0;  // 0: one per core
+  bool content_keys = true;  // also hash the content-addressed blobs (benchmarks turn it off to compare)
 };
 
 struct FolderDigests {
