@@ -128,7 +128,9 @@ void print_text_report(const VerifyReport& report, const VerifyArgs& args) {
     }
     if (const SignatureSummary* signature = signature_of(report, path)) {
       std::cout << "signature " << *signature->file << ": key fingerprint " << signature->key_fingerprint.value_or("(none)")
-                << (signature->verified ? ", verified with " + *signature->key : std::string(", not verified")) << '\n';
+                << (signature->verified ? ", verified with " + *signature->key
+                    : signature->key    ? ", verified with " + *signature->key + ", but the files differ from it"
+                                        : std::string(", not verified")) << '\n';
     }
     Tally tally = tally_of(report.checks.outcomes(), &path);
     std::cout << path << ": " << (tally.failed ? "FAILED, " + std::to_string(tally.failed) + " problem(s)" : std::string("ok"))
