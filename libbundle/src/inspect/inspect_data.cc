@@ -1,5 +1,6 @@
 // The inspect objects of a data file (.ptd) and of a bundled program (.bpte).
 #include "inspect/inspect_internal.h"
+#include "ptbundle/base/sha256.h"
 #include "ptbundle/formats/bpte.h"
 #include "ptbundle/formats/ptd.h"
 

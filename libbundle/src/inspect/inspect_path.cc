@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "inspect/inspect_internal.h"
+#include "ptbundle/base/sha256.h"
 #include "ptbundle/formats/bpte.h"
 #include "ptbundle/bundle/manifest.h"
 #include "ptbundle/formats/ptd.h"

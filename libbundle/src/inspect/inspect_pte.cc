@@ -1,6 +1,7 @@
 // The inspect object of a program: header, methods with their delegates and
 // decoded CUDA payloads, segments with what uses them, named data.
 #include "inspect/inspect_internal.h"
+#include "ptbundle/base/sha256.h"
 #include "ptbundle/formats/cuda_payload.h"
 #include "ptbundle/formats/pte.h"
 #include "formats/wire.h"

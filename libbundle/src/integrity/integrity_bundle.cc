@@ -7,7 +7,7 @@
 #include <set>
 
 #include "integrity/integrity_internal.h"
-#include "ptbundle/inspect/inspect.h"
+#include "ptbundle/base/sha256.h"
 #include "ptbundle/bundle/names.h"
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/signing/model_signature.h"

@@ -1,0 +1,18 @@
+# Precompiled headers for the heavy header-only dependencies. nlohmann/json,
+# CLI11, doctest and the flatc-generated program schema are tens of thousands
+# of lines each; parsing them once per target instead of once per translation
+# unit is most of what a cold build of the `ptbundle` target saves
+# (scripts/build-time prints the figures). PTB_PCH=OFF checks that every file
+# still includes what it uses.
+option(PTB_PCH "Precompile the heavy dependency headers" ON)
+
+function(ptb_precompile target)
+  if(NOT PTB_PCH)
+    return()
+  endif()
+  target_precompile_headers(${target} PRIVATE ${ARGN})
+endfunction()
+
+set(PTB_PCH_COMMON <algorithm> <filesystem> <map> <memory> <optional> <string> <string_view> <vector>
+    <nlohmann/json.hpp>)
+set(PTB_PCH_SCHEMA <flatbuffers/flatbuffers.h> "${PTB_GENERATED_DIR}/ptbundle/fb/program_generated.h")
