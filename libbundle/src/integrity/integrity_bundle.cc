@@ -9,7 +9,6 @@
 #include "integrity/integrity_internal.h"
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/bundle/names.h"
-#include "ptbundle/base/sha256.h"
 #include "ptbundle/signing/model_signature.h"
 
 namespace ptb::integrity {
