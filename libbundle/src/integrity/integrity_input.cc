@@ -115,9 +115,11 @@ std::vector<VerifySubject> check_integrity(const VerifyInput& input, CheckList& 
       return subjects;
     }
     if (!fs::exists(fs::path(input.path) / kManifestFileName, ec)) {
-      checks.fail(checks::kInput, input.path,
-                  std::string("folder without ") + kManifestFileName +
-                      "; expected a bundle folder (made by ptbundle export), a .pte, a .bpte or a .pt2");
+      // Appended, not concatenated: GCC 12 at -O2 reports a false -Warray-bounds on the temporaries here.
+      std::string message = "folder without ";
+      message += kManifestFileName;
+      message += "; expected a bundle folder (made by ptbundle export), a .pte, a .bpte or a .pt2";
+      checks.fail(checks::kInput, input.path, std::move(message));
       return subjects;
     }
     checks.pass(checks::kInput, input.path, "bundle folder");
