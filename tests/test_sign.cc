@@ -292,9 +292,16 @@ TEST_CASE("sign: a signed bundle verifies with its key, and the CLI says who sig
   // The fingerprint is the SHA-256 of the public key's PEM, as documented.
   CHECK(signed_report.key_fingerprint == *sha256_file_hex(keys.pub.string()));
 
-  // A key directory; and a key given for an unsigned bundle fails.
-  auto from_dir = run_cli("verify --gpu none --keys-dir " + quote(keys.dir.path()) + " " + quote(bundle));
+  // A key directory (public keys only: a private key there is refused); and a
+  // key given for an unsigned bundle fails.
+  TempDir trusted;
+  fs::copy_file(keys.other_pub, trusted / "a.pem");
+  fs::copy_file(keys.pub, trusted / "b.pub");
+  auto from_dir = run_cli("verify --gpu none --keys-dir " + quote(trusted.path()) + " " + quote(bundle));
   CHECK_MESSAGE(from_dir.exit_code == 0, (from_dir.out + from_dir.err));
+  auto mixed = run_cli("verify --gpu none --keys-dir " + quote(keys.dir.path()) + " " + quote(bundle));
+  CHECK(mixed.exit_code == 1);
+  CHECK(contains(mixed.err, "is a private key"));
   fs::remove(bundle / "bundle.sig");
   VerifyReport unsigned_report = verify(bundle, {keys.pub});
   const CheckOutcome* unsigned_fail = outcome(unsigned_report, checks::kSignature, CheckStatus::Fail);
