@@ -11,6 +11,7 @@
 #include "prepared_part.h"
 #include "ptbundle/bundle/names.h"
 #include "ptbundle/formats/pte_writer.h"
+#include "ptbundle/signing/sign_bundle.h"
 
 namespace ptb {
 namespace {
@@ -274,6 +275,7 @@ Result<ExportReport> export_parts(const ExportOptions& options) {
   for (const auto& path : stale) fs::remove(path, ec);
 
   ExportReport report;
+  report.removed_signatures = remove_invalidated_signatures(dir.string());
   report.bundle_dir = dir.string();
   for (auto& part : written) report.parts.push_back(std::move(part.report));
   report.manifest = std::move(manifest);

@@ -12,6 +12,7 @@
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/program/program_with_data.h"
 #include "formats/wire.h"
+#include "ptbundle/signing/model_signature.h"
 
 namespace ptb {
 namespace {
@@ -74,6 +75,8 @@ Result<std::string> detect_inspect_kind(const std::string& path) {
 Result<std::string> detect_file_kind(const MappedFile& file) {
   const std::string& path = file.path();
   Bytes data = file.bytes();
+  // A signature is JSON; a few bytes tell it from the binary formats.
+  if (fs::path(path).extension() == ".sig" || (!data.empty() && data[0] == '{')) return std::string("signature");
   if (detail::has_text_at(data, 4, "ET12")) return std::string("pte");
   if (detail::has_text_at(data, 4, "FT01")) return std::string("ptd");
   if (detail::has_text_at(data, 4, "BP08")) return std::string("bpte");
@@ -104,7 +107,9 @@ Result<InspectJson> inspect_path(const std::string& path, const InspectOptions& 
   out["size"] = mapped.size();
   if (options.sha256) out["sha256"] = sha256_mapped_range(mapped, 0, mapped.size());
   InspectJson body;
-  if (kind == "pt2") {
+  if (kind == "signature") {
+    PTB_TRY(body, detail::inspect_signature(path));
+  } else if (kind == "pt2") {
     // libzip reads the archive through its own handle; the mapping served the kind, size and digest.
     PTB_TRY(body, detail::inspect_package(path, options));
   } else if (kind == "pte") {

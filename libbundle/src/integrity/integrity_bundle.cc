@@ -10,6 +10,7 @@
 #include "ptbundle/inspect/inspect.h"
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/bundle/names.h"
+#include "ptbundle/signing/model_signature.h"
 
 namespace ptb::detail {
 namespace {
@@ -165,9 +166,30 @@ ManifestParts read_parts(const Json& json, const std::string& manifest_path, Che
   return out;
 }
 
-bool check_listed_file(const fs::path& folder, const ManifestFile& file, CheckList& checks) {
+bool check_listed_digest(const std::string& path, const ManifestFile& file, uint64_t size, const std::string& digest,
+                         CheckList& checks) {
+  if (size != file.size) {
+    checks.fail(checks::kFile, path,
+                "is " + std::to_string(size) + " bytes; bundle.json records " + std::to_string(file.size) +
+                    ": the file changed or was cut short after export; restore it or export the part again");
+    return false;
+  }
+  if (digest != file.sha256) {
+    checks.fail(checks::kFile, path,
+                "SHA-256 is " + digest + "; bundle.json records " + file.sha256 +
+                    ": the file changed after export; restore it or export the part again");
+    return false;
+  }
+  checks.pass(checks::kFile, path, std::to_string(file.size) + " bytes, SHA-256 as recorded");
+  return true;
+}
+
+bool check_listed_file(const fs::path& folder, const ManifestFile& file, const FolderDigests& digests, CheckList& checks) {
   const std::string path = (folder / file.path).string();
   std::error_code ec;
+  // Hashed already, with every other file of the folder, in parallel.
+  if (const FileDigest* known = digests.find(file.path); known && known->kind == FolderEntryKind::File && known->error.empty())
+    return check_listed_digest(path, file, known->size, known->sha256, checks);
   if (!fs::exists(path, ec)) {
     checks.fail(checks::kFile, path,
                 "missing: bundle.json lists it as the part's " + std::string(file_role_name(file.role)) +
@@ -190,15 +212,7 @@ bool check_listed_file(const fs::path& folder, const ManifestFile& file, CheckLi
     return false;
   }
   // Streamed through the mapping with pages dropped behind it.
-  const std::string digest = sha256_mapped_range(*mapped, 0, mapped->size());
-  if (digest != file.sha256) {
-    checks.fail(checks::kFile, path,
-                "SHA-256 is " + digest + "; bundle.json records " + file.sha256 +
-                    ": the file changed after export; restore it or export the part again");
-    return false;
-  }
-  checks.pass(checks::kFile, path, std::to_string(file.size) + " bytes, SHA-256 as recorded");
-  return true;
+  return check_listed_digest(path, file, mapped->size(), sha256_mapped_range(*mapped, 0, mapped->size()), checks);
 }
 
 std::string value_text(const ManifestValue& value) {
@@ -282,11 +296,12 @@ std::shared_ptr<const ProgramWithData> open_program(const std::string& program_p
   return std::make_shared<const ProgramWithData>(std::move(pte), std::move(ptd));
 }
 
-void check_part(const fs::path& folder, const ManifestPart& part, CheckList& checks, std::vector<VerifySubject>& subjects) {
+void check_part(const fs::path& folder, const ManifestPart& part, const FolderDigests& digests, CheckList& checks,
+                std::vector<VerifySubject>& subjects) {
   std::set<std::string> missing;  // listed paths
   for (const ManifestFile& file : part.files) {
     std::error_code ec;
-    if (!check_listed_file(folder, file, checks) && !fs::exists(folder / file.path, ec)) missing.insert(file.path);
+    if (!check_listed_file(folder, file, digests, checks) && !fs::exists(folder / file.path, ec)) missing.insert(file.path);
   }
   // A missing file was reported once, by the file check; what needs it is skipped.
   std::shared_ptr<const PtdFile> ptd;
@@ -397,8 +412,29 @@ void check_unlisted(const fs::path& folder, const std::set<std::string>& owned, 
 
 }  // namespace
 
-void check_bundle(const std::string& dir, CheckList& checks, std::vector<VerifySubject>& subjects) {
+void check_bundle(const std::string& dir, const IntegrityOptions& options, CheckList& checks,
+                  std::vector<VerifySubject>& subjects, SignatureSummary& signature) {
   const fs::path folder(dir);
+  // One read of every file: the signature, bundle.json's digests and the
+  // content-addressed keys all use these.
+  std::vector<std::string> signatures = find_signature_files(dir);
+  std::optional<std::string> signature_name;
+  if (!signatures.empty()) {
+    const bool has_default = std::find(signatures.begin(), signatures.end(), kDefaultSignatureName) != signatures.end();
+    signature_name = has_default ? std::string(kDefaultSignatureName) : signatures.front();
+  }
+  FolderHashOptions hashing;
+  hashing.ignore = git_ignore_paths();
+  if (signature_name) hashing.ignore.push_back(*signature_name);
+  hashing.threads = options.threads;
+  auto digests = hash_folder(dir, hashing);
+  if (!digests.ok()) {
+    checks.fail(checks::kFile, dir, digests.error().message);
+    digests = FolderDigests{};
+  }
+  check_signature(dir, signature_name, *digests, options, checks, signature);
+  check_content_keys(dir, *digests, checks);
+
   const std::string manifest_path = (folder / kManifestFileName).string();
   auto json = read_manifest_json(manifest_path, checks);
   if (!json) {
@@ -406,7 +442,7 @@ void check_bundle(const std::string& dir, CheckList& checks, std::vector<VerifyS
     return;
   }
   ManifestParts parts = read_parts(*json, manifest_path, checks);
-  for (const ManifestPart& part : parts.valid) check_part(folder, part, checks, subjects);
+  for (const ManifestPart& part : parts.valid) check_part(folder, part, *digests, checks, subjects);
   check_unlisted(folder, parts.owned, checks);
 }
 
