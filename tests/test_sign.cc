@@ -587,14 +587,9 @@ TEST_CASE("sign: inspect shows the signature's statement; sign --json and verify
     ptb::test::skip("python3 with the jsonschema module is not installed");
     return;
   }
-  const fs::path schemas = fs::path(PTB_SOURCE_DIR) / "schemas";
-  for (const auto& [schema, text] : {std::pair{"sign.schema.json", signed_cli.out}, std::pair{"verify.schema.json", verified.out},
-                                     std::pair{"inspect.schema.json", folder.out}}) {
+  for (const auto& [schema, text] : {std::pair{"sign", signed_cli.out}, std::pair{"verify", verified.out},
+                                     std::pair{"inspect", folder.out}}) {
     CAPTURE(schema);
-    const fs::path file = dir / "document.json";
-    write_text(file, text);
-    const std::string command = "python3 " + quote(fs::path(PTB_SOURCE_DIR) / "tests/validate_schema.py") + " " +
-                                quote(schemas / schema) + " " + quote(file);
-    CHECK(std::system(command.c_str()) == 0);
+    CHECK(schema_problem(schema, text) == "");
   }
 }
