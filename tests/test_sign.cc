@@ -30,6 +30,7 @@
 using namespace ptb;
 using ptb::test::fixture;
 using ptb::test::quote;
+using ptb::test::schema_problem;
 using ptb::test::run_cli;
 using ptb::test::TempDir;
 namespace fs = std::filesystem;
