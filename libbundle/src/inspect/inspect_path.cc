@@ -29,6 +29,20 @@ std::string kind_from_extension(const std::string& path) {
 
 namespace detail {
 
+// A signature file: who signed (the key's fingerprint) and the statement it
+// signs, shown as read; inspect does not verify it (verify --key does).
+Result<InspectJson> inspect_signature(const std::string& path) {
+  PTB_TRY(SignatureFile signature, read_signature_file(path));
+  InspectJson out;
+  out["media_type"] = kSigstoreBundleMediaType;
+  out["key_fingerprint"] = signature.key_hint ? InspectJson(*signature.key_hint) : InspectJson(nullptr);
+  out["payload_type"] = kInTotoPayloadType;
+  out["statement"] = signature.statement_json.is_discarded() ? InspectJson(nullptr) : signature.statement_json;
+  out["statement_error"] = signature.statement_error.empty() ? InspectJson(nullptr) : InspectJson(signature.statement_error);
+  out["verified"] = false;
+  return out;
+}
+
 Result<InspectJson> inspect_bundle_folder(const std::string& path, const InspectOptions& options) {
   PTB_TRY(auto manifest, read_manifest(path));
   InspectJson out;
@@ -54,6 +68,16 @@ Result<InspectJson> inspect_bundle_folder(const std::string& path, const Inspect
       p["files"].push_back(std::move(f));
     }
     out["parts"].push_back(std::move(p));
+  }
+  const std::vector<std::string> signatures = find_signature_files(path);
+  if (signatures.empty()) {
+    out["signature"] = nullptr;
+  } else {
+    const bool has_default = std::find(signatures.begin(), signatures.end(), kDefaultSignatureName) != signatures.end();
+    const std::string name = has_default ? std::string(kDefaultSignatureName) : signatures.front();
+    PTB_TRY(auto signature, inspect_signature((fs::path(path) / name).string()));
+    signature["file"] = name;
+    out["signature"] = std::move(signature);
   }
   return out;
 }
