@@ -205,10 +205,10 @@ TEST_CASE("sign: ExecuTorch's content-addressed keys are found and hashed as dum
   const auto dump = nlohmann::json::parse(read_file(fixture("cuda/sm80/dump.json")));
   auto keys = content_keys_of(fixture("cuda/sm80/model.pte").string());
   REQUIRE(keys.size() == 1);
-  CHECK(keys[0].key == dump["pte"]["program"]["named_data"][0]["key"]);
+  CHECK(keys[0].key == dump["pte"]["program"]["named_data"][0]["key"].get<std::string>());
   const auto& segment = dump["pte"]["program"]["segments"][2];
-  CHECK(keys[0].offset == segment["file_offset"]);
-  CHECK(keys[0].size == segment["size"]);
+  CHECK(keys[0].offset == segment["file_offset"].get<uint64_t>());
+  CHECK(keys[0].size == segment["size"].get<uint64_t>());
 
   TempDir dir;
   fs::copy_file(fixture("cuda/sm80/model.pte"), dir / "model.pte");
@@ -223,7 +223,7 @@ TEST_CASE("sign: ExecuTorch's content-addressed keys are found and hashed as dum
   REQUIRE(pte);
   REQUIRE(pte->content_keys.size() == 1);
   CHECK(pte->content_keys[0].matches());
-  CHECK(pte->content_keys[0].actual == segment["sha256"]);
+  CHECK(pte->content_keys[0].actual == segment["sha256"].get<std::string>());
 }
 
 TEST_CASE("sign: large files and large blobs hash as plain SHA-256 does, on every thread count") {
