@@ -8,6 +8,7 @@
 
 #include "integrity/integrity_internal.h"
 #include "ptbundle/inspect/inspect.h"
+#include "ptbundle/base/sha256.h"
 #include "ptbundle/bundle/names.h"
 
 namespace ptb::integrity {
