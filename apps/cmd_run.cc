@@ -1,6 +1,7 @@
 // `ptbundle run BUNDLE [--part P] [--method M] [--input NAME=FILE.npy ...]
 // [--random] [--output-dir DIR] [--warmup N] [--iterations N] [--json]`:
-// one part on the GPU through LibTorch, with trtexec-style timing.
+// one part on the GPU through the built-in AOTInductor runtime or LibTorch
+// (runner.h), with trtexec-style timing.
 //
 // The order is chosen so that every check that needs no GPU work comes
 // first: the part's files, the variant and kernels for this GPU, the inputs
@@ -15,6 +16,7 @@
 #include "ptbundle/cuda/gpu.h"
 #include "ptbundle/formats/npy.h"
 #include "ptbundle/cuda/runner.h"
+#include "ptbundle/cuda/aoti_runtime.h"
 #include "ptbundle/results/timing.h"
 #include "ptbundle/results/tolerance.h"
 
@@ -39,6 +41,7 @@ struct RunArgs {
   std::optional<double> rtol;
   bool json = false;
   bool pageable_upload = false;
+  std::string runtime = "auto";
 };
 
 // "NAME=FILE" or "FILE"; NAME is an index or the library's input/output name.
@@ -157,6 +160,8 @@ struct Report {
 int run_part_command(const RunArgs& args) {
   if (!kRunnerBuilt) return report(usage_error(runner_unavailable_reason()));
   if (args.warmup < 0 || args.iterations < 0) return report(usage_error("--warmup and --iterations must be 0 or more"));
+  const std::optional<AotiRuntime> runtime = parse_aoti_runtime(args.runtime);
+  if (!runtime) return report(usage_error("--runtime " + args.runtime + ": expected auto, builtin or libtorch"));
 
   auto device = cuda_device(args.device);
   if (!device.ok()) return report(device.error());
@@ -191,6 +196,7 @@ int run_part_command(const RunArgs& args) {
   request.device = args.device;
   request.library_checks_inputs = !part->inputs;
   request.staged_upload = !args.pageable_upload;
+  request.runtime = *runtime;
   auto model = AotiModel::load(request);
   if (!model.ok()) return report(model.error());
   LoadTimes load = model->load_times();
@@ -219,7 +225,9 @@ int run_part_command(const RunArgs& args) {
   doc["part"] = part->name;
   doc["source"] = part->source;
   doc["method"] = part->method;
-  doc["libtorch"] = libtorch_version();
+  doc["runtime"] = {{"kind", aoti_runtime_name(model->runtime().kind)},
+                    {"name", model->runtime().name},
+                    {"reason", model->runtime().reason}};
   doc["device"] = {{"index", device->index}, {"name", device->name}, {"sm", device->capability.name()}};
   doc["variant"] = part->variant;
   doc["kernels"] = part->kernels;
@@ -235,7 +243,8 @@ int run_part_command(const RunArgs& args) {
   doc["upload_gb_per_s"] = load.upload_gb_per_second();
   out.lines.push_back("part " + part->name + " (" + part->source + "), method " + part->method + ", on GPU " +
                       std::to_string(device->index) + " " + device->name + " (" + device->capability.name() +
-                      "), LibTorch " + libtorch_version());
+                      ")");
+  out.lines.push_back("runtime: " + model->runtime().name + " (" + model->runtime().reason + ")");
   out.lines.push_back("variant: " + part->variant);
   if (!part->kernels.empty()) out.lines.push_back("kernels: " + part->kernels);
   char rate[64] = "";
@@ -378,7 +387,8 @@ Action add_run(CLI::App& root) {
   auto* command = root.add_subcommand(
       "run",
       "Run one part of a bundle (or a .pte with its .ptd, or an AOTInductor .pt2 compiled with\n"
-      "ExecuTorch's options) on the GPU through LibTorch, without PyTorch's package loader. Inputs\n"
+      "ExecuTorch's options) on the GPU, without PyTorch: libraries compiled with\n"
+      "link_libtorch=False run on the built-in AOTInductor runtime, others through LibTorch. Inputs\n"
       "come from .npy files checked against the method's signature, or are random; outputs are\n"
       "written as .npy. Then times --iterations calls after --warmup with CUDA events.");
   auto args = std::make_shared<RunArgs>();
@@ -399,6 +409,8 @@ Action add_run(CLI::App& root) {
   command->add_option("--device", args->device, "CUDA device index (default 0)");
   command->add_flag("--pageable-upload", args->pageable_upload,
                     "Upload weights with plain cudaMemcpy instead of pinned staging buffers (to compare)");
+  command->add_option("--runtime", args->runtime,
+                      "auto (default: built-in unless the library needs LibTorch), builtin or libtorch");
   command->add_flag("--json", args->json, "One JSON document on stdout");
   return [args] { return run_part_command(*args); };
 }
