@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernel_images.h"
+#include "ptbundle/formats/cuda_payload.h"
 #include "ptbundle/kernels/compat.h"
 
 using namespace ptb;
