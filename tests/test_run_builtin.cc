@@ -105,11 +105,17 @@ TEST_CASE("run on GPU, built-in runtime: link_libtorch=False libraries match eag
     CAPTURE(name);
     auto part = open_run_part((folder / (std::string(name) + ".pt2")).string(), this_gpu());
     REQUIRE_MESSAGE(part.ok(), part.error().message);
+    // Steps on stderr, so that a crash shows where it happened.
+    std::fprintf(stderr, "[step] %s: load blob\n", name);
     AotiModel model = load_builtin(*part, part->weights);
+    std::fprintf(stderr, "[step] %s: run blob\n", name);
     const ComparisonStats blob = against_eager(model, folder, name, Tolerance{1e-5, 1e-5});
     PartWeights per_fqn = split_per_fqn(part->weights, read_json(folder / (std::string(name) + ".constants.json")));
+    std::fprintf(stderr, "[step] %s: load per-FQN\n", name);
     AotiModel bound = load_builtin(*part, per_fqn);
+    std::fprintf(stderr, "[step] %s: run per-FQN\n", name);
     const ComparisonStats fqn = against_eager(bound, folder, name, Tolerance{1e-5, 1e-5});
+    std::fprintf(stderr, "[step] %s: time\n", name);
     auto times = model.time_calls({npy_tensor(folder / (std::string(name) + ".in0.npy"))}, 20, 200);
     REQUIRE_MESSAGE(times.ok(), times.error().message);
     const TimingStats stats = summarize_timings(*times);
@@ -162,6 +168,7 @@ TEST_CASE("run on GPU, built-in runtime: 512 MiB of weights upload staged, blob 
     return rate / pinned;
   };
   {
+    std::fprintf(stderr, "[step] et_big: load blob\n");
     AotiModel first = load_builtin(*part, part->weights);  // loads the runtime: the pinned figure comes from it
     const double pinned = *pinned_upload_gb_per_second(part->weights.blob.size(), 0, 3);
     report("blob, staged (1st)", first, pinned);
