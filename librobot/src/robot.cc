@@ -105,6 +105,14 @@ Result<Model> Model::open(const std::string& bundle, const Options& options) {
   info.total_ms = info.read_ms + times.library_ms + times.create_ms + times.weights_ms;
   info.input_names = state->model.input_names();
   info.output_names = state->model.output_names();
+  info.inputs.resize(info.input_names.size());
+  if (state->part.inputs) {
+    for (size_t i = 0; i < info.inputs.size() && i < state->part.inputs->size(); ++i) {
+      const auto& tensor = (*state->part.inputs)[i].tensor;
+      if (!tensor) continue;
+      info.inputs[i] = {true, tensor->scalar_type, tensor->sizes};
+    }
+  }
   Model model;
   model.state_ = std::move(state);
   return model;

@@ -53,6 +53,14 @@ struct DeviceTensor {
   std::vector<int64_t> strides;  // in elements; empty: contiguous
 };
 
+// What the method's signature says of one input (a .pte records it; a .pt2
+// does not, and then `known` is false).
+struct InputSpec {
+  bool known = false;
+  int32_t dtype = 6;
+  std::vector<int64_t> shape;
+};
+
 struct Verification {
   bool ran = false;
   size_t passed = 0, failed = 0, skipped = 0;
@@ -71,6 +79,7 @@ struct LoadInfo {
   uint64_t weight_bytes = 0;
   double read_ms = 0, library_ms = 0, create_ms = 0, weights_ms = 0, total_ms = 0;
   std::vector<std::string> input_names, output_names;
+  std::vector<InputSpec> inputs;  // one per input name
 };
 
 struct CallTimes {
