@@ -97,9 +97,10 @@ struct ExportModel {
   std::string manifest = std::string(kManifestFileName);
   size_t manifest_parts = 0;  // text only: parts in bundle.json after the export
   std::vector<PartModel> parts;
+  std::vector<std::string> removed_signatures;
   template <class F>
   void fields(F& f) const {
-    f("bundle", bundle)("manifest", manifest)("parts", parts);
+    f("bundle", bundle)("manifest", manifest)("parts", parts)("removed_signatures", removed_signatures);
   }
 };
 
@@ -107,6 +108,7 @@ ExportModel model_of(const ExportReport& report) {
   ExportModel model;
   model.bundle = report.bundle_dir;
   model.manifest_parts = report.manifest.parts.size();
+  model.removed_signatures = report.removed_signatures;
   for (const auto& part : report.parts) {
     PartModel entry{part.name, part.source_kind, part.replaced, {}, part.notes};
     for (const auto& file : part.files) entry.files.push_back({file});
@@ -137,6 +139,7 @@ int run_export(const ExportArgs& args, Output& out) {
   auto result = export_parts(*options);
   line.finish();
   if (!result) return out.fail(result.error());
+  report_removed_signatures(result->removed_signatures);
   return out.print(model_of(*result));
 }
 

@@ -72,10 +72,11 @@ struct ProgramMergeModel {
   std::vector<OriginModel> provenance;
   WeightsModel weights;
   uint64_t compared_bytes = 0;
+  std::vector<std::string> removed_signatures;
   template <class F>
   void fields(F& f) const {
     f("ptbundle_merge_version", 1)("outputs", outputs)("variants", variants)("provenance", provenance)(
-        "weights", weights)("compared_bytes", compared_bytes);
+        "weights", weights)("compared_bytes", compared_bytes)("removed_signatures", removed_signatures);
   }
 };
 
@@ -87,6 +88,7 @@ ProgramMergeModel model_of(const MergeResult& result) {
   model.provenance = origins_of(result.provenance);
   model.weights = {result.weight_count, result.weight_bytes};
   model.compared_bytes = result.compared_bytes;
+  model.removed_signatures = result.removed_signatures;
   return model;
 }
 
@@ -117,6 +119,7 @@ int run_file_merge(const MergeOptions& options, Output& out) {
   request.threads = options.threads;
   auto result = merge_programs(request);
   if (!result) return out.fail(result.error());
+  report_removed_signatures(result->removed_signatures);
   if (!out.json()) {
     std::fprintf(stderr, "ptbundle: wrote %s%s%s (%zu variants per CUDA delegate)\n", result->output_pte.c_str(),
                  result->output_ptd.empty() ? "" : " and ", result->output_ptd.c_str(), result->variants.size());

@@ -86,12 +86,21 @@ struct TimingModel {
   }
 };
 
+struct RuntimeModel {
+  RuntimeUse use;
+  template <class F>
+  void fields(F& f) const {
+    f("kind", std::string(aoti_runtime_name(use.kind)))("name", use.name)("reason", use.reason);
+  }
+};
+
 struct RunModel {
   RunReport report;
   template <class F>
   void fields(F& f) const {
     const RunReport& r = report;
-    f("part", r.part)("source", r.source)("method", r.method)("libtorch", r.libtorch)("device", DeviceModel{r.device})(
+    f("part", r.part)("source", r.source)("method", r.method)("libtorch", r.libtorch)("runtime", RuntimeModel{r.runtime})(
+        "device", DeviceModel{r.device})(
         "variant", r.variant)("kernels", r.kernels)(
         "weights", WeightsModel{r.weights_layout, r.weights_file, r.load.weight_bytes, r.load.upload_method})(
         "load_ms", LoadModel{r.load})("upload_gb_per_s", r.load.upload_gb_per_second())("inputs", tensors(r.inputs, true))(
@@ -114,7 +123,8 @@ struct RunModel {
 void render_text(std::ostream& out, const RunModel& model) {
   const RunReport& r = model.report;
   out << "part " << r.part << " (" << r.source << "), method " << r.method << ", on GPU " << r.device.index << " "
-      << r.device.name << " (" << r.device.capability.name() << "), LibTorch " << r.libtorch << '\n';
+      << r.device.name << " (" << r.device.capability.name() << ")\n";
+  out << "runtime: " << r.runtime.name << " (" << r.runtime.reason << ")\n";
   out << "variant: " << r.variant << '\n';
   if (!r.kernels.empty()) out << "kernels: " << r.kernels << '\n';
   const LoadTimes& load = r.load;
@@ -161,11 +171,13 @@ Command add_run(CLI::App& root) {
   auto* command = root.add_subcommand(
       "run",
       "Run one part of a bundle (or a .pte with its .ptd, or an AOTInductor .pt2 compiled with\n"
-      "ExecuTorch's options) on the GPU through LibTorch, without PyTorch's package loader. Inputs\n"
+      "ExecuTorch's options) on the GPU, without PyTorch: libraries compiled with link_libtorch=False\n"
+      "run on the built-in AOTInductor runtime, others through LibTorch. Inputs\n"
       "come from .npy files checked against the method's signature, or are random; outputs are\n"
       "written as .npy. Then times --iterations calls after --warmup with CUDA events.");
   auto request = std::make_shared<RunRequest>();
   auto pageable = std::make_shared<bool>(false);
+  auto runtime = std::make_shared<std::string>("auto");
   command->add_option("bundle", request->path, "Bundle folder, .pte, or .pt2 package")->required();
   command->add_option("--part", request->part, "The part to run (needed when the bundle has several)");
   command->add_option("--method", request->method, "The method to run (default: the only one, else forward)");
@@ -183,10 +195,15 @@ Command add_run(CLI::App& root) {
   command->add_option("--device", request->device, "CUDA device index (default 0)");
   command->add_flag("--pageable-upload", *pageable,
                     "Upload weights with plain cudaMemcpy instead of pinned staging buffers (to compare)");
+  command->add_option("--runtime", *runtime,
+                      "auto (default: built-in unless the library needs LibTorch), builtin or libtorch");
   add_json_flag(command, "One JSON document on stdout, described by schemas/run.schema.json");
-  return {command, [request, pageable](Output& out) {
+  return {command, [request, pageable, runtime](Output& out) {
             RunRequest given = *request;
             given.staged_upload = !*pageable;
+            const std::optional<AotiRuntime> chosen = parse_aoti_runtime(*runtime);
+            if (!chosen) return out.fail(usage_error("--runtime " + *runtime + ": expected auto, builtin or libtorch"));
+            given.runtime = *chosen;
             return run_command(given, out);
           }};
 }

@@ -14,6 +14,8 @@ namespace {
 struct VerifyArgs {
   std::vector<std::string> paths;
   std::string gpu = "auto";
+  std::vector<std::string> keys;
+  std::string keys_dir;
   bool verbose = false;
 };
 
@@ -58,12 +60,24 @@ struct SummaryModel {
   }
 };
 
+// A bundle's signature as verify found it; null in JSON for paths without one.
+struct SignatureModel {
+  SignatureSummary summary;
+  template <class F>
+  void fields(F& f) const {
+    f("file", *summary.file)("key_fingerprint", summary.key_fingerprint)("key", summary.key)("curve", summary.curve)(
+        "verified", summary.verified);
+  }
+};
+
 struct PathModel {
   std::string path;
   Tally tally;
+  std::optional<SignatureModel> signature;
   template <class F>
   void fields(F& f) const {
-    f("path", path)("ok", tally.failed == 0)("passed", tally.passed)("failed", tally.failed)("skipped", tally.skipped);
+    f("path", path)("ok", tally.failed == 0)("passed", tally.passed)("failed", tally.failed)("skipped", tally.skipped)(
+        "signature", signature);
   }
 };
 
@@ -97,7 +111,13 @@ VerifyModel model_of(const VerifyReport& report, const VerifyArgs& args) {
   for (const auto& capability : report.gpu.capabilities) model.gpu.capabilities.push_back(capability.name());
   if (report.gpu.driver_version) model.gpu.driver_version = cuda_version_name(report.gpu.driver_version);
   if (!report.gpu.skip_reason.empty()) model.gpu.skip_reason = report.gpu.skip_reason;
-  for (const auto& path : args.paths) model.paths.push_back({path, {}});
+  for (const auto& path : args.paths) {
+    PathModel entry{path, {}, std::nullopt};
+    for (const auto& summary : report.signatures) {
+      if (summary.path == path && summary.file) entry.signature = SignatureModel{summary};
+    }
+    model.paths.push_back(std::move(entry));
+  }
   for (const auto& outcome : report.checks.outcomes()) {
     model.summary.tally.add(outcome.status);
     for (PathModel& path : model.paths) {
@@ -129,6 +149,14 @@ void render_text(std::ostream& out, const VerifyModel& model) {
       if (!outcome.message.starts_with(outcome.subject)) out << printable(outcome.subject) << ": ";
       out << printable(outcome.message) << '\n';
     }
+    if (path.signature) {
+      const SignatureSummary& signature = path.signature->summary;
+      out << "signature " << *signature.file << ": key fingerprint " << signature.key_fingerprint.value_or("(none)")
+          << (signature.verified ? ", verified with " + *signature.key
+              : signature.key    ? ", verified with " + *signature.key + ", but the files differ from it"
+                                 : std::string(", not verified"))
+          << '\n';
+    }
     const Tally& tally = path.tally;
     out << path.path << ": "
         << (tally.failed ? "FAILED, " + std::to_string(tally.failed) + " problem(s)" : std::string("ok")) << " ("
@@ -140,6 +168,16 @@ void render_text(std::ostream& out, const VerifyModel& model) {
 int run_verify(const VerifyArgs& args, Output& out) {
   VerifyOptions options;
   options.gpu = args.gpu;
+  for (const auto& path : args.keys) {
+    auto key = PublicKey::load(path);
+    if (!key.ok()) return out.fail(key.error());
+    options.keys.push_back(std::move(*key));
+  }
+  if (!args.keys_dir.empty()) {
+    auto keys = load_public_keys_dir(args.keys_dir);
+    if (!keys.ok()) return out.fail(keys.error());
+    for (auto& key : *keys) options.keys.push_back(std::move(key));
+  }
   auto verified = verify_paths(args.paths, options);
   if (!verified.ok()) return out.fail(verified.error());
   const int exit_code = verified->checks.failed() ? static_cast<int>(ErrorKind::Invalid) : 0;
@@ -164,6 +202,10 @@ Command add_verify(CLI::App& root) {
                       "The GPU to check against: auto (this machine's; none found: skipped), a compute capability\n"
                       "(sm_86, 8.6, 86) or none")
       ->default_val("auto");
+  command->add_option("--key", args->keys,
+                      "Public key (PEM) the bundles must be signed with (repeatable; any one of them); checked first,\n"
+                      "then every file against the signature");
+  command->add_option("--keys-dir", args->keys_dir, "Folder of public keys (*.pem, *.pub), as --key for each");
   add_json_flag(command,
                     "One JSON document on stdout listing every check with its outcome, described by\n"
                     "schemas/verify.schema.json");

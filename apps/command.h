@@ -30,5 +30,9 @@ Command add_merge(CLI::App& root);
 Command add_verify(CLI::App& root);
 Command add_run(CLI::App& root);
 Command add_gpus(CLI::App& root);
+Command add_sign(CLI::App& root);
+
+// A writer changed a signed bundle and removed the signature: one line each on stderr.
+void report_removed_signatures(const std::vector<std::string>& paths);
 
 }  // namespace ptb::app

@@ -309,7 +309,34 @@ const char* kind_title(const std::string& kind) {
   if (kind == "ptd") return "ExecuTorch data (.ptd)";
   if (kind == "bpte") return "ExecuTorch bundled program (.bpte)";
   if (kind == "pt2") return "AOTInductor package (.pt2)";
+  if (kind == "signature") return "model signature (OpenSSF model signing, Sigstore bundle)";
   return "ptbundle bundle folder";
+}
+
+// Who signed and what: the statement's subject and files, as read (not verified).
+void signature(Lines& out, const std::string& indent, const Json& s) {
+  out.add(indent, "Signed by the key with fingerprint " + (s["key_fingerprint"].is_null() ? std::string("(none recorded)")
+                                                                                             : str(s["key_fingerprint"])) +
+                      " (not verified here: ptbundle verify --key)");
+  if (!s["statement_error"].is_null()) out.add(indent, "STATEMENT NOT VALID: " + str(s["statement_error"]));
+  const Json& statement = s["statement"];
+  if (!statement.is_object()) return;
+  out.add(indent, "Statement: " + str(statement.value("_type", Json(""))) + ", predicate " + str(statement.value("predicateType", Json(""))));
+  if (statement.contains("subject") && statement["subject"].is_array()) {
+    for (const Json& subject : statement["subject"]) {
+      if (!subject.is_object()) continue;
+      const Json digest = subject.value("digest", Json::object());
+      out.add(indent + "  ", "subject " + str(subject.value("name", Json(""))) + " sha256:" +
+                                 str(digest.is_object() ? digest.value("sha256", Json("")) : Json("")));
+    }
+  }
+  const Json predicate = statement.value("predicate", Json::object());
+  if (!predicate.is_object() || !predicate.contains("resources") || !predicate["resources"].is_array()) return;
+  TextTable table({{"file"}, {"sha256"}});
+  for (const Json& resource : predicate["resources"]) {
+    if (resource.is_object()) table.add({str(resource.value("name", Json(""))), str(resource.value("digest", Json("")))});
+  }
+  out.table(indent + "  ", table);
 }
 
 void file(Lines& out, const std::string& indent, const Json& f, bool sha256);
@@ -331,6 +358,13 @@ void bundle(Lines& out, const std::string& indent, const Json& b, bool sha256) {
       file(out, indent + "    ", f["file"], sha256);
     }
   }
+  out.blank();
+  if (b["signature"].is_null()) {
+    out.add(indent, "Signature: none (ptbundle sign makes one)");
+  } else {
+    out.add(indent, "Signature: " + str(b["signature"]["file"]));
+    signature(out, indent + "  ", b["signature"]);
+  }
 }
 
 void file(Lines& out, const std::string& indent, const Json& f, bool sha256) {
@@ -345,6 +379,7 @@ void file(Lines& out, const std::string& indent, const Json& f, bool sha256) {
   if (kind == "bpte") bundled(out, indent, f, sha256);
   if (kind == "pt2") package(out, indent, f);
   if (kind == "bundle") bundle(out, indent, f, sha256);
+  if (kind == "signature") signature(out, indent, f);
 }
 
 }  // namespace

@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
   root.fallthrough(false);
 
   const std::vector<Command> commands = {add_export(root), add_merge(root), add_verify(root),
-                                         add_inspect(root), add_run(root),   add_gpus(root)};
+                                         add_inspect(root), add_run(root),   add_gpus(root),
+                                         add_sign(root)};
   const Intent intent = read_intent(argc, argv);
   const Command* named = nullptr;
   for (const Command& command : commands) {

@@ -70,4 +70,10 @@ std::string human_size(uint64_t bytes) {
   return text;
 }
 
+void report_removed_signatures(const std::vector<std::string>& paths) {
+  for (const auto& path : paths)
+    std::fprintf(stderr, "ptbundle: removed the signature %s: the bundle changed; sign it again (ptbundle sign)\n",
+                 printable(path).c_str());
+}
+
 }  // namespace ptb::app

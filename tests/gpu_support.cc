@@ -8,9 +8,20 @@
 namespace ptb::test {
 
 std::string gpu_missing() {
-  if (!kRunnerBuilt) return std::string("built without LibTorch (") + PTB_LIBTORCH_STATUS + ")";
+  if (!kLibTorchRunnerBuilt) return std::string("built without LibTorch (") + PTB_LIBTORCH_STATUS + ")";
+  if (process_aoti_runtime() == AotiRuntime::Builtin) return "the built-in runtime serves this test process";
   auto device = cuda_device(0);
   if (!device.ok()) return device.error().message + " (LibTorch " + libtorch_version() + ")";
+  return "";
+}
+
+std::string builtin_gpu_missing() {
+  if (!kBuiltinRuntimeBuilt) return std::string("built without the built-in runtime (") + PTB_BUILTIN_RUNTIME_STATUS + ")";
+  if (process_aoti_runtime() == AotiRuntime::LibTorch) {
+    return "LibTorch serves this test process (scripts/gpu-check runs these in its build without LibTorch)";
+  }
+  auto device = cuda_device(0);
+  if (!device.ok()) return device.error().message;
   return "";
 }
 

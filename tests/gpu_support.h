@@ -1,5 +1,8 @@
-// What the GPU tests share. They run only where ptbundle was built with
-// LibTorch and a CUDA GPU is visible (scripts/gpu-check); elsewhere they print
+// What the GPU tests share. They run only where a CUDA GPU is visible and
+// the runtime they test was built (the LibTorch runner, or the built-in
+// runtime), and where the other runtime does not already serve the test
+// process (runner.h: one per process; scripts/gpu-check runs the built-in
+// runtime's tests in a build without LibTorch); elsewhere they print
 // "SKIPPED <test>: <what is missing>" and return. They print their figures on
 // lines starting "[gpu]", which gpu-check collects.
 #pragma once
@@ -13,8 +16,10 @@
 
 namespace ptb::test {
 
-// Why GPU tests cannot run here, or "" when they can.
+// Why GPU tests of the LibTorch runner cannot run here, or "" when they can.
 std::string gpu_missing();
+// Why GPU tests of the built-in runtime cannot run here, or "" when they can.
+std::string builtin_gpu_missing();
 
 // Options that check kernels against the GPU LibTorch sees as device 0.
 RunPartOptions this_gpu();
@@ -55,6 +60,16 @@ class ScopedTmpdir {
       ::ptb::test::skip(missing_);                       \
       return;                                            \
     }                                                    \
+  } while (0)
+
+#define PTB_REQUIRE_BUILTIN_GPU()                                \
+  do {                                                           \
+    PTB_REQUIRE_FIXTURES();                                      \
+    std::string missing_ = ::ptb::test::builtin_gpu_missing();   \
+    if (!missing_.empty()) {                                     \
+      ::ptb::test::skip(missing_);                               \
+      return;                                                    \
+    }                                                            \
   } while (0)
 
 #define PTB_REQUIRE_GPU_PACKAGES()                                                                   \

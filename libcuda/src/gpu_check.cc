@@ -49,7 +49,12 @@ Result<VerifyReport> verify_paths(const std::vector<std::string>& arguments, con
   PTB_TRY(report.gpu, resolve_gpu_target(options.gpu, options.driver_library));
   for (const std::string& argument : arguments) {
     report.checks.begin_path(argument);
-    std::vector<VerifySubject> subjects = check_integrity(argument, report.checks);
+    IntegrityOptions integrity;
+    integrity.keys = options.keys;
+    SignatureSummary signature;
+    std::vector<VerifySubject> subjects = check_integrity(argument, report.checks, integrity, &signature);
+    signature.path = argument;
+    report.signatures.push_back(std::move(signature));
     for (size_t i = 0; i < subjects.size();) {
       if (!subjects[i].target) {
         std::vector<GpuCapability> runs_on = check_gpu(subjects[i], report.gpu, report.checks);

@@ -193,6 +193,7 @@ Result<RunReport> run_part(const RunRequest& request) {
   load.device = request.device;
   load.library_checks_inputs = !part.inputs;
   load.staged_upload = request.staged_upload;
+  load.runtime = request.runtime;
   PTB_TRY(AotiModel model, AotiModel::load(load));
 
   std::vector<BoundInput> inputs;
@@ -214,6 +215,7 @@ Result<RunReport> run_part(const RunRequest& request) {
   report.source = part.source;
   report.method = part.method;
   report.libtorch = libtorch_version();
+  report.runtime = model.runtime();
   report.device = device;
   report.variant = part.variant;
   report.kernels = part.kernels;

@@ -18,6 +18,7 @@
 #include "ptbundle/bundle/names.h"
 #include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/pte_writer.h"
+#include "ptbundle/signing/sign_bundle.h"
 
 namespace ptb {
 namespace {
@@ -295,6 +296,7 @@ Result<ExportReport> export_parts(const ExportOptions& options) {
   unused.keep = true;
 
   ExportReport report;
+  report.removed_signatures = remove_invalidated_signatures(options.output_dir);
   report.bundle_dir = options.output_dir;
   for (auto& part : written) report.parts.push_back(std::move(part.report));
   report.manifest = std::move(manifest);

@@ -7,6 +7,13 @@
                exports do
   big          eight Linear(4096, 4096) layers, 512 MiB of float32 weights:
                what the weight-upload rate is measured on
+  et_mlp, et_conv, et_embed, et_big
+               an MLP, a conv net, an embedding + sort model and `big`,
+               compiled with ExecuTorch's full CUDA options
+               (link_libtorch=False, max_autotune with Triton-only GEMM and
+               convolution backends): the libraries the built-in runtime runs.
+               `nolibtorch` (no autotuning) imports cuBLAS's matmul shim, which
+               the built-in runtime lacks: the library it refuses
 
 Each gets <name>.pt2, <name>.in0.npy, <name>.out0.npy (eager PyTorch on the
 same GPU, TF32 off) and <name>.constants.json: the library's constants in its
@@ -36,6 +43,36 @@ EXECUTORCH_CONFIGS = {
 }
 
 
+# ExecuTorch's CudaBackend adds these (backends/cuda/cuda_backend.py).
+EXECUTORCH_FULL = {
+    "aot_inductor.link_libtorch": False,
+    "max_autotune": True,
+    "max_autotune_gemm_backends": "TRITON",
+    "max_autotune_conv_backends": "TRITON",
+}
+
+
+class ConvNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.c2 = nn.Conv2d(16, 8, 3, stride=2)
+
+    def forward(self, x):
+        return torch.relu(self.c2(torch.relu(self.c1(x))))
+
+
+class EmbedSort(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(64, 32)
+        self.proj = nn.Linear(32, 16)
+
+    def forward(self, ids):
+        values, _ = torch.sort(self.proj(self.embed(ids)), dim=-1)
+        return values
+
+
 class Mlp(nn.Module):
     def __init__(self, sizes):
         super().__init__()
@@ -50,6 +87,10 @@ class Mlp(nn.Module):
 PACKAGES = {
     "nolibtorch": (lambda: Mlp([16, 64, 32, 8]), (4, 16), {"aot_inductor.link_libtorch": False}),
     "big": (lambda: Mlp([4096] * 9), (8, 4096), {}),
+    "et_mlp": (lambda: Mlp([16, 64, 32, 8]), (4, 16), EXECUTORCH_FULL),
+    "et_conv": (ConvNet, (2, 3, 16, 16), EXECUTORCH_FULL),
+    "et_embed": (EmbedSort, ("ids", 4, 10), EXECUTORCH_FULL),
+    "et_big": (lambda: Mlp([4096] * 9), (8, 4096), EXECUTORCH_FULL),
 }
 
 
@@ -82,7 +123,10 @@ def make(name, out_dir):
     build, input_shape, extra = PACKAGES[name]
     torch.manual_seed(20261202)
     module = build().eval().cuda()
-    example = torch.rand(*input_shape).cuda()
+    if input_shape[0] == "ids":
+        example = torch.randint(0, 64, input_shape[1:], dtype=torch.int64).cuda()
+    else:
+        example = torch.rand(*input_shape).cuda()
     with torch.no_grad():
         expected = module(example)
     start = time.time()

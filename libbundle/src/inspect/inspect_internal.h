@@ -27,5 +27,6 @@ InspectJson inspect_data(const PtdFile& ptd, const InspectOptions& options);
 InspectJson inspect_bundled(const BpteFile& bpte, const InspectOptions& options);
 Result<InspectJson> inspect_package(const std::string& path, const InspectOptions& options);
 Result<InspectJson> inspect_bundle_folder(const std::string& path, const InspectOptions& options);
+Result<InspectJson> inspect_signature(const std::string& path);
 
 }  // namespace ptb::detail

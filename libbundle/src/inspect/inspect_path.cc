@@ -14,6 +14,7 @@
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/program/program_with_data.h"
 #include "formats/wire.h"
+#include "ptbundle/signing/model_signature.h"
 
 namespace ptb {
 namespace {
@@ -29,6 +30,20 @@ std::string kind_from_extension(const std::string& path) {
 }  // namespace
 
 namespace detail {
+
+// A signature file: who signed (the key's fingerprint) and the statement it
+// signs, shown as read; inspect does not verify it (verify --key does).
+Result<InspectJson> inspect_signature(const std::string& path) {
+  PTB_TRY(SignatureFile signature, read_signature_file(path));
+  InspectJson out;
+  out["media_type"] = kSigstoreBundleMediaType;
+  out["key_fingerprint"] = signature.key_hint ? InspectJson(*signature.key_hint) : InspectJson(nullptr);
+  out["payload_type"] = kInTotoPayloadType;
+  out["statement"] = signature.statement_json.is_discarded() ? InspectJson(nullptr) : signature.statement_json;
+  out["statement_error"] = signature.statement_error.empty() ? InspectJson(nullptr) : InspectJson(signature.statement_error);
+  out["verified"] = false;
+  return out;
+}
 
 Result<InspectJson> inspect_bundle_folder(const std::string& path, const InspectOptions& options) {
   PTB_TRY(auto dir, BundleDir::open(path));
@@ -60,6 +75,16 @@ Result<InspectJson> inspect_bundle_folder(const std::string& path, const Inspect
     }
     out["parts"].push_back(std::move(p));
   }
+  const std::vector<std::string> signatures = find_signature_files(path);
+  if (signatures.empty()) {
+    out["signature"] = nullptr;
+  } else {
+    const bool has_default = std::find(signatures.begin(), signatures.end(), kDefaultSignatureName) != signatures.end();
+    const std::string name = has_default ? std::string(kDefaultSignatureName) : signatures.front();
+    PTB_TRY(auto signature, inspect_signature((fs::path(path) / name).string()));
+    signature["file"] = name;
+    out["signature"] = std::move(signature);
+  }
   return out;
 }
 
@@ -80,6 +105,8 @@ Result<std::string> detect_inspect_kind(const std::string& path) {
 Result<std::string> detect_file_kind(const MappedFile& file) {
   const std::string& path = file.path();
   Bytes data = file.bytes();
+  // A signature is JSON; a few bytes tell it from the binary formats.
+  if (fs::path(path).extension() == ".sig" || (!data.empty() && data[0] == '{')) return std::string("signature");
   if (detail::has_text_at(data, 4, "ET12")) return std::string("pte");
   if (detail::has_text_at(data, 4, "FT01")) return std::string("ptd");
   if (detail::has_text_at(data, 4, "BP08")) return std::string("bpte");
@@ -110,7 +137,9 @@ Result<InspectJson> inspect_path(const std::string& path, const InspectOptions& 
   out["size"] = mapped.size();
   if (options.sha256) out["sha256"] = sha256_mapped_range(mapped, 0, mapped.size());
   InspectJson body;
-  if (kind == "pt2") {
+  if (kind == "signature") {
+    PTB_TRY(body, detail::inspect_signature(path));
+  } else if (kind == "pt2") {
     // libzip reads the archive through its own handle; the mapping served the kind, size and digest.
     PTB_TRY(body, detail::inspect_package(path, options));
   } else if (kind == "pte") {

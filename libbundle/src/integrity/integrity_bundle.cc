@@ -13,6 +13,7 @@
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/bundle/names.h"
 #include "ptbundle/bundle/transaction.h"
+#include "ptbundle/signing/model_signature.h"
 
 namespace ptb::detail {
 namespace {
@@ -150,8 +151,31 @@ ManifestParts read_parts(const Json& json, const std::string& manifest_path, Che
   return out;
 }
 
-bool check_listed_file(const BundleDir& dir, const ManifestFile& file, CheckList& checks) {
+bool check_listed_digest(const std::string& path, const ManifestFile& file, uint64_t size, const std::string& digest,
+                         CheckList& checks) {
+  if (size != file.size) {
+    checks.fail(checks::kFile, path,
+                "is " + std::to_string(size) + " bytes; bundle.json records " + std::to_string(file.size) +
+                    ": the file changed or was cut short after export; restore it or export the part again");
+    return false;
+  }
+  if (digest != file.sha256) {
+    checks.fail(checks::kFile, path,
+                "SHA-256 is " + digest + "; bundle.json records " + file.sha256 +
+                    ": the file changed after export; restore it or export the part again");
+    return false;
+  }
+  checks.pass(checks::kFile, path, std::to_string(file.size) + " bytes, SHA-256 as recorded");
+  return true;
+}
+
+bool check_listed_file(const BundleDir& dir, const ManifestFile& file, const FolderDigests& digests, CheckList& checks) {
   const std::string path = dir.display(file.path);
+  // Hashed already, with every other file of the folder, in parallel. The
+  // walk records symlinks without following them, so a digest found here is
+  // of a regular file reached through real folders.
+  if (const FileDigest* known = digests.find(file.path); known && known->kind == FolderEntryKind::File && known->error.empty())
+    return check_listed_digest(path, file, known->size, known->sha256, checks);
   auto kind = dir.kind(file.path);
   if (kind.ok() && *kind == BundleDir::Kind::Missing) {
     checks.fail(checks::kFile, path,
@@ -173,15 +197,7 @@ bool check_listed_file(const BundleDir& dir, const ManifestFile& file, CheckList
     return false;
   }
   // Streamed through the mapping with pages dropped behind it.
-  const std::string digest = sha256_mapped_range(*mapped, 0, mapped->size());
-  if (digest != file.sha256) {
-    checks.fail(checks::kFile, path,
-                "SHA-256 is " + digest + "; bundle.json records " + file.sha256 +
-                    ": the file changed after export; restore it or export the part again");
-    return false;
-  }
-  checks.pass(checks::kFile, path, std::to_string(file.size) + " bytes, SHA-256 as recorded");
-  return true;
+  return check_listed_digest(path, file, mapped->size(), sha256_mapped_range(*mapped, 0, mapped->size()), checks);
 }
 
 std::string value_text(const ManifestValue& value) {
@@ -266,11 +282,12 @@ std::shared_ptr<const ProgramWithData> open_program(const BundleDir& dir, const 
   return std::make_shared<const ProgramWithData>(std::move(pte), std::move(ptd));
 }
 
-void check_part(const BundleDir& dir, const ManifestPart& part, CheckList& checks, std::vector<VerifySubject>& subjects) {
+void check_part(const BundleDir& dir, const ManifestPart& part, const FolderDigests& digests, CheckList& checks,
+                std::vector<VerifySubject>& subjects) {
   const fs::path folder(dir.path());
   std::set<std::string> missing;  // listed paths that are absent, or not regular files
   for (const ManifestFile& file : part.files) {
-    if (check_listed_file(dir, file, checks)) continue;
+    if (check_listed_file(dir, file, digests, checks)) continue;
     auto kind = dir.kind(file.path);
     if (!kind.ok() || *kind != BundleDir::Kind::File) missing.insert(file.path);
   }
@@ -409,19 +426,40 @@ std::set<std::string> check_leftovers(const BundleDir& dir, const std::vector<Ma
 
 }  // namespace
 
-void check_bundle(const std::string& path, CheckList& checks, std::vector<VerifySubject>& subjects) {
+void check_bundle(const std::string& path, const IntegrityOptions& options, CheckList& checks,
+                  std::vector<VerifySubject>& subjects, SignatureSummary& signature) {
   auto dir = BundleDir::open(path);
   if (!dir.ok()) {
     checks.fail(checks::kManifest, path, dir.error().message);
     return;
   }
+  // One read of every file: the signature, bundle.json's digests and the
+  // content-addressed keys all use these.
+  std::vector<std::string> signatures = find_signature_files(path);
+  std::optional<std::string> signature_name;
+  if (!signatures.empty()) {
+    const bool has_default = std::find(signatures.begin(), signatures.end(), kDefaultSignatureName) != signatures.end();
+    signature_name = has_default ? std::string(kDefaultSignatureName) : signatures.front();
+  }
+  FolderHashOptions hashing;
+  hashing.ignore = git_ignore_paths();
+  if (signature_name) hashing.ignore.push_back(*signature_name);
+  hashing.threads = options.threads;
+  auto digests = hash_folder(path, hashing);
+  if (!digests.ok()) {
+    checks.fail(checks::kFile, path, digests.error().message);
+    digests = FolderDigests{};
+  }
+  check_signature(path, signature_name, *digests, options, checks, signature);
+  check_content_keys(path, *digests, checks);
+
   auto json = read_manifest_json(*dir, checks);
   if (!json) {
     checks.skip(checks::kUnlistedFile, path, "without a readable bundle.json, which files the bundle owns is unknown");
     return;
   }
   ManifestParts parts = read_parts(*json, dir->display(kManifestFileName), checks);
-  for (const ManifestPart& part : parts.valid) check_part(*dir, part, checks, subjects);
+  for (const ManifestPart& part : parts.valid) check_part(*dir, part, *digests, checks, subjects);
   std::set<std::string> pending = check_leftovers(*dir, parts.valid, checks);
   check_unlisted(*dir, parts.owned, pending, checks);
 }

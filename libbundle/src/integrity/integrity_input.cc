@@ -97,6 +97,14 @@ void check_bundled_program(const ProgramArgument& input, MappedFile file, CheckL
 }  // namespace detail
 
 std::vector<VerifySubject> check_integrity(std::string_view argument, CheckList& checks) {
+  return check_integrity(argument, checks, {}, nullptr);
+}
+
+std::vector<VerifySubject> check_integrity(std::string_view argument, CheckList& checks, const IntegrityOptions& options,
+                                           SignatureSummary* signature) {
+  SignatureSummary unused;
+  SignatureSummary& summary = signature ? *signature : unused;
+  summary.path = std::string(argument);
   std::vector<VerifySubject> subjects;
   auto parsed = parse_program_argument(argument);
   if (!parsed.ok()) {
@@ -125,9 +133,11 @@ std::vector<VerifySubject> check_integrity(std::string_view argument, CheckList&
       return subjects;
     }
     checks.pass(checks::kInput, input.program, "bundle folder");
-    detail::check_bundle(input.program, checks, subjects);
+    detail::check_bundle(input.program, options, checks, subjects, summary);
     return subjects;
   }
+  if (!options.keys.empty())
+    checks.fail(checks::kSignature, input.program, "only bundle folders are signed (ptbundle sign); --key needs a bundle folder");
   auto mapped = MappedFile::open(input.program);
   if (!mapped.ok()) {
     checks.fail(checks::kInput, input.program, mapped.error().message);

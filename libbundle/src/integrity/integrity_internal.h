@@ -8,6 +8,7 @@
 
 #include "ptbundle/integrity/integrity.h"
 #include "ptbundle/program/program_argument.h"
+#include "ptbundle/signing/folder_digests.h"
 
 namespace ptb::detail {
 
@@ -35,12 +36,19 @@ void check_program_contents(const ProgramContext& context, CheckList& checks);
 // The check kProgram passes for a program that opened.
 void pass_program(const std::string& subject, const PteFile& pte, CheckList& checks);
 
-void check_bundle(const std::string& dir, CheckList& checks, std::vector<VerifySubject>& subjects);
+void check_bundle(const std::string& dir, const IntegrityOptions& options, CheckList& checks,
+                  std::vector<VerifySubject>& subjects, SignatureSummary& signature);
 void check_lone_program(const ProgramArgument& input, std::shared_ptr<const MappedFile> file, CheckList& checks,
                         std::vector<VerifySubject>& subjects);
 void check_bundled_program(const ProgramArgument& input, MappedFile file, CheckList& checks,
                            std::vector<VerifySubject>& subjects);
 void check_package(const std::string& path, CheckList& checks, std::vector<VerifySubject>& subjects);
+
+// The signature (kSignature) and the files against it (kSignedFiles), then
+// the content-addressed keys (kContentKey), from the folder's digests.
+void check_signature(const std::string& dir, const std::optional<std::string>& signature_name, const FolderDigests& digests,
+                     const IntegrityOptions& options, CheckList& checks, SignatureSummary& summary);
+void check_content_keys(const std::string& dir, const FolderDigests& digests, CheckList& checks);
 
 // testcases/<part>.ptd against the part's program: returns the method it tests.
 std::optional<std::string> check_testcase_file(const ManifestPart& part, const ManifestTestcase& testcase,

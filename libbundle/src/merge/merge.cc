@@ -8,6 +8,7 @@
 
 #include "merge/merge_internal.h"
 #include "ptbundle/program/program_argument.h"
+#include "ptbundle/signing/sign_bundle.h"
 
 namespace ptb {
 
@@ -187,6 +188,10 @@ Result<MergeResult> merge_programs(const MergeRequest& request) {
   result.weight_count = weights.weight_count();
   result.weight_bytes = weights.weight_bytes();
   result.compared_bytes = stats.bytes_read;
+  result.removed_signatures = remove_invalidated_signatures(request.output_pte);
+  if (!result.output_ptd.empty()) {
+    for (auto& path : remove_invalidated_signatures(result.output_ptd)) result.removed_signatures.push_back(std::move(path));
+  }
   return result;
 }
 

@@ -6,14 +6,18 @@
 // the five a run needs is optional.
 #pragma once
 
-#include <torch/csrc/inductor/aoti_torch/c/shim.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "ptbundle/base/result.h"
 #include "runner/loaded_library.h"
+
+// As torch/csrc/inductor/aoti_torch/c/shim.h declares it (the same alias
+// may be declared twice): an at::Tensor* under LibTorch, a
+// ptb::shim::Tensor* under the built-in runtime.
+struct AtenTensorOpaque;
+using AtenTensorHandle = AtenTensorOpaque*;
 
 namespace ptb::detail {
 

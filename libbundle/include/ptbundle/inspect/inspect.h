@@ -21,7 +21,8 @@ struct InspectOptions {
   bool sha256 = false;
 };
 
-// "pte", "ptd", "bpte", "pt2", "bundle" (a folder with bundle.json), or an
+// "pte", "ptd", "bpte", "pt2", "bundle" (a folder with bundle.json),
+// "signature" (a .sig file, or JSON: a model-signing signature), or an
 // error when the file is none of these. The content decides; the extension
 // only when the content is too short to tell.
 Result<std::string> detect_inspect_kind(const std::string& path);

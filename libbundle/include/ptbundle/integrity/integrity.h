@@ -26,6 +26,7 @@
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/base/result.h"
 #include "ptbundle/program/program_with_data.h"
+#include "ptbundle/signing/keys.h"
 
 namespace ptb {
 
@@ -55,6 +56,9 @@ struct checks {
   static constexpr const char* kKernelTargets = "kernel_targets"; // manifest's kernel targets = the libraries'
   static constexpr const char* kGpu = "gpu";                      // each CUDA part can run on the GPU
   static constexpr const char* kTestcase = "testcase";            // recorded test cases reproduce
+  static constexpr const char* kSignature = "signature";          // the bundle's signature verifies with a key given
+  static constexpr const char* kSignedFiles = "signed_files";     // the files are exactly those signed
+  static constexpr const char* kContentKey = "content_key";       // "<sha256>_so_blob" keys hash to their name
   static constexpr const char* kLeftover = "leftover";            // temporary files of an interrupted write
 };
 
@@ -113,6 +117,29 @@ struct VerifySubject {
 // subjects the GPU checks can go on with (those whose program opened). Never
 // fails: a problem is a failed check.
 std::vector<VerifySubject> check_integrity(std::string_view argument, CheckList& checks);
+
+// What verify learnt of a bundle's signature.
+struct SignatureSummary {
+  std::string path;                            // the PATH argument
+  std::optional<std::string> file;             // the signature file, when the bundle has one
+  std::optional<std::string> key_fingerprint;  // the key hint it records
+  std::optional<std::string> key;              // the key file it verified with
+  std::optional<std::string> curve;            // of that key
+  bool verified = false;                       // verified, and the files are exactly as signed
+};
+
+struct IntegrityOptions {
+  // With keys, a bundle must carry a signature that one of them verifies
+  // (checked first), and its files must be exactly the signed ones.
+  std::vector<PublicKey> keys;
+  unsigned threads = 0;  // hashing threads; 0: one per core
+};
+
+// As above, with signature keys; a bundle's files are hashed once, in
+// parallel, for the signature, bundle.json and the content-addressed keys
+// together. `signature` (may be null) receives what was found of it.
+std::vector<VerifySubject> check_integrity(std::string_view argument, CheckList& checks, const IntegrityOptions& options,
+                                           SignatureSummary* signature);
 
 // The bytes a per-FQN weight view reaches (storage_offset + the extent of
 // sizes and strides, times the element size), or an error saying why the

@@ -79,6 +79,8 @@ struct MergeResult {
   uint64_t weight_count = 0;           // distinct weight blobs checked
   uint64_t weight_bytes = 0;           // their total size
   uint64_t compared_bytes = 0;         // bytes read to prove inputs equal
+  // Signatures of a bundle the outputs were written into, which they made invalid, removed.
+  std::vector<std::string> removed_signatures;
 };
 
 // Checks the inputs, then writes output_pte (and output_ptd) atomically.

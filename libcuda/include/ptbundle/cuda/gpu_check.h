@@ -59,11 +59,13 @@ void check_testcases(const VerifySubject& subject, const GpuTarget& gpu, const s
 struct VerifyOptions {
   std::string gpu = "auto";
   std::string driver_library = kDriverLibrary;
+  std::vector<PublicKey> keys;  // bundles must be signed by one of them
 };
 
 struct VerifyReport {
   GpuTarget gpu;
   CheckList checks;
+  std::vector<SignatureSummary> signatures;  // one per bundle folder argument
 };
 
 // Every check on every argument ("bundle/", "model.pte", "model.pte,data.ptd",

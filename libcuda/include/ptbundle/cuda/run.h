@@ -39,6 +39,7 @@ struct RunRequest {
   std::optional<double> atol;  // for expects; default by dtype
   std::optional<double> rtol;
   bool staged_upload = true;  // false: --pageable-upload
+  AotiRuntime runtime = AotiRuntime::Auto;  // --runtime
 };
 
 // An input or output as it went in or came out.
@@ -60,7 +61,8 @@ struct RunReport {
   std::string part;
   std::string source;
   std::string method;
-  std::string libtorch;
+  std::string libtorch;  // the version this build's LibTorch runner has; empty without one
+  RuntimeUse runtime;    // which runtime loaded the library, and why
   CudaDeviceInfo device;
   std::string variant;
   std::string kernels;

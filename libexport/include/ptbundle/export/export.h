@@ -69,6 +69,8 @@ struct ExportReport {
   std::string bundle_dir;
   std::vector<ExportedPart> parts;
   Manifest manifest;  // as written
+  // Signatures of the bundle that the change made invalid, removed.
+  std::vector<std::string> removed_signatures;
 };
 
 Result<ExportReport> export_parts(const ExportOptions& options);

@@ -25,3 +25,23 @@ struct ImportSlot {
 Result<std::vector<ImportSlot>> find_import_slots(Bytes elf, const std::string& symbol, const std::string& context);
 
 }  // namespace ptb
+
+namespace ptb {
+
+// What a shared library asks of the process that loads it, from its dynamic
+// section and dynamic symbol table: read before dlopen, so that a library the
+// runtime cannot serve is refused with every missing name at once rather
+// than by the loader with the first one.
+struct ElfDynamicSymbols {
+  std::vector<std::string> needed;     // DT_NEEDED: "libcuda.so.1", "libtorch.so", ...
+  std::vector<std::string> undefined;  // global or weak symbols it imports, sorted, unique
+  std::vector<std::string> defined;    // global or weak symbols it exports, sorted, unique
+  bool imports(const std::string& name) const;
+};
+
+// Reads `elf` (an ELF64 little-endian shared object of any machine) through
+// its section table (.dynamic, .dynsym and the string tables they link to).
+// `context` names the bytes in errors.
+Result<ElfDynamicSymbols> read_dynamic_symbols(Bytes elf, const std::string& context);
+
+}  // namespace ptb

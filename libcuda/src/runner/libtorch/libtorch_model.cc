@@ -1,4 +1,5 @@
-// AotiModel: one AOTInductor model container on one GPU. LibTorch is used
+// The LibTorch runner module (libptbundle_libtorch_runner.so, runtime_module.h):
+// one AOTInductor model container on one GPU. LibTorch is used
 // for what the container's C ABI expects from its host (at::Tensor behind
 // every AtenTensorHandle, the CUDA caching allocator, the current stream);
 // every exception LibTorch throws is turned into an Error here.
@@ -25,8 +26,9 @@
 
 #include "ptbundle/cuda/runner.h"
 #include "runner/aoti_abi.h"
-#include "runner/copy_redirect.h"
+#include "runner/libtorch/copy_redirect.h"
 #include "runner/cuda_error.h"
+#include "runtime_module.h"
 #include "runner/loaded_library.h"
 
 namespace ptb {
@@ -175,7 +177,7 @@ struct ConstantInfo {
 
 }  // namespace
 
-struct AotiModel::State {
+struct LibTorchModel {
   detail::LoadedLibrary library;  // declared first: closed last
   AotiAbi abi;
   detail::ContainerHandle container = nullptr;
@@ -192,7 +194,7 @@ struct AotiModel::State {
   std::vector<AtenTensorHandle> input_handles;
   std::vector<AtenTensorHandle> output_handles;
 
-  ~State() {
+  ~LibTorchModel() {
     if (container) abi.destroy(container);
   }
 
@@ -431,19 +433,8 @@ struct AotiModel::State {
   }
 };
 
-AotiModel::AotiModel() = default;
-AotiModel::AotiModel(AotiModel&&) noexcept = default;
-AotiModel& AotiModel::operator=(AotiModel&&) noexcept = default;
-AotiModel::~AotiModel() = default;
-
-size_t AotiModel::num_inputs() const { return state_->input_names.size(); }
-size_t AotiModel::num_outputs() const { return state_->output_names.size(); }
-const std::vector<std::string>& AotiModel::input_names() const { return state_->input_names; }
-const std::vector<std::string>& AotiModel::output_names() const { return state_->output_names; }
-const LoadTimes& AotiModel::load_times() const { return state_->times; }
-
-Result<AotiModel> AotiModel::load(const LoadRequest& request) {
-  return guarded(request.label, [&]() -> Result<AotiModel> {
+Result<std::unique_ptr<LibTorchModel>> load_model(const LoadRequest& request) {
+  return guarded(request.label, [&]() -> Result<std::unique_ptr<LibTorchModel>> {
     const int count = c10::cuda::device_count();
     if (request.device < 0 || request.device >= count) {
       return invalid(request.label + ": no CUDA device " + std::to_string(request.device) + " (LibTorch sees " +
@@ -451,7 +442,7 @@ Result<AotiModel> AotiModel::load(const LoadRequest& request) {
     }
     const std::string libtorch_missing = detail::make_libtorch_global();
     c10::cuda::CUDAGuard guard(device_index(request.device));
-    auto state = std::make_unique<State>();
+    auto state = std::make_unique<LibTorchModel>();
     state->device = request.device;
     state->label = request.label;
     if (request.weights && request.staged_upload && request.weights->total_bytes() >= kStageWeightsAtLeast)
@@ -503,14 +494,11 @@ Result<AotiModel> AotiModel::load(const LoadRequest& request) {
       PTB_CHECK(state->load_per_fqn(*weights, request.staged_upload));
     PTB_CHECK(state->check_constants_present(weights));
 
-    AotiModel model;
-    model.state_ = std::move(state);
-    return model;
+    return state;
   });
 }
 
-Result<std::vector<HostTensor>> AotiModel::run(const std::vector<HostTensor>& inputs) {
-  State& state = *state_;
+Result<std::vector<HostTensor>> run_model(LibTorchModel& state, const std::vector<HostTensor>& inputs) {
   return guarded(state.label, [&]() -> Result<std::vector<HostTensor>> {
     PTB_CHECK(state.check_input_count(inputs.size()));
     c10::cuda::CUDAGuard guard(device_index(state.device));
@@ -531,8 +519,8 @@ Result<std::vector<HostTensor>> AotiModel::run(const std::vector<HostTensor>& in
   });
 }
 
-Result<std::vector<double>> AotiModel::time_calls(const std::vector<HostTensor>& inputs, int warmup, int iterations) {
-  State& state = *state_;
+Result<std::vector<double>> time_model(LibTorchModel& state, const std::vector<HostTensor>& inputs, int warmup,
+                                       int iterations) {
   return guarded(state.label, [&]() -> Result<std::vector<double>> {
     if (warmup < 0 || iterations < 0) return usage_error("--warmup and --iterations must be 0 or more");
     PTB_CHECK(state.check_input_count(inputs.size()));
@@ -576,25 +564,7 @@ Result<std::vector<double>> AotiModel::time_calls(const std::vector<HostTensor>&
   });
 }
 
-Result<CudaDeviceInfo> cuda_device(int index) {
-  return guarded("CUDA", [&]() -> Result<CudaDeviceInfo> {
-    const int count = c10::cuda::device_count();
-    if (count == 0) return invalid(std::string("no CUDA GPU is visible to LibTorch ") + PTB_LIBTORCH_VERSION);
-    if (index < 0 || index >= count) {
-      return usage_error("no CUDA device " + std::to_string(index) + "; LibTorch sees " + std::to_string(count));
-    }
-    cudaDeviceProp properties{};
-    cudaError_t code = cudaGetDeviceProperties(&properties, index);
-    if (code != cudaSuccess) return invalid("cudaGetDeviceProperties(" + std::to_string(index) + "): " + cuda_error(code));
-    CudaDeviceInfo info;
-    info.index = index;
-    info.name = properties.name;
-    info.capability = {static_cast<uint32_t>(properties.major), static_cast<uint32_t>(properties.minor)};
-    return info;
-  });
-}
-
-Result<double> pinned_upload_gb_per_second(uint64_t bytes, int device, int repeats) {
+Result<double> libtorch_pinned_upload(uint64_t bytes, int device, int repeats) {
   return guarded("pinned upload", [&]() -> Result<double> {
     c10::cuda::CUDAGuard guard(device_index(device));
     const auto length = static_cast<int64_t>(bytes);
@@ -626,4 +596,82 @@ Result<double> pinned_upload_gb_per_second(uint64_t bytes, int device, int repea
   });
 }
 
+namespace {
+
+// Device buffers a robot program owns, viewed as at::Tensors for one call.
+at::Tensor view_of(const DeviceTensor& buffer, int device) {
+  std::vector<int64_t> strides = buffer.strides;
+  if (strides.empty()) {
+    strides.assign(buffer.sizes.size(), 1);
+    for (size_t i = buffer.sizes.size(); i-- > 1;) strides[i - 1] = strides[i] * std::max<int64_t>(buffer.sizes[i], 1);
+  }
+  return at::from_blob(buffer.data, buffer.sizes, strides,
+                       at::TensorOptions()
+                           .dtype(static_cast<c10::ScalarType>(buffer.scalar_type))
+                           .device(at::Device(at::kCUDA, device_index(device))));
+}
+
+class LibTorchBackend final : public detail::ModelBackend {
+ public:
+  explicit LibTorchBackend(std::unique_ptr<LibTorchModel> model) : model_(std::move(model)) {}
+  const std::vector<std::string>& input_names() const override { return model_->input_names; }
+  const std::vector<std::string>& output_names() const override { return model_->output_names; }
+  const LoadTimes& load_times() const override { return model_->times; }
+  Result<std::vector<HostTensor>> run(const std::vector<HostTensor>& inputs) override {
+    return run_model(*model_, inputs);
+  }
+  Result<std::vector<double>> time_calls(const std::vector<HostTensor>& inputs, int warmup, int iterations) override {
+    return time_model(*model_, inputs, warmup, iterations);
+  }
+  Status run_on_device(std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs,
+                       void* stream) override {
+    LibTorchModel& state = *model_;
+    return guarded(state.label, [&]() -> Status {
+      PTB_CHECK(state.check_input_count(inputs.size()));
+      if (outputs.size() != state.output_names.size()) {
+        return invalid(state.label + ": " + std::to_string(outputs.size()) + " output buffers given; the library has " +
+                       std::to_string(state.output_names.size()) + " outputs");
+      }
+      c10::cuda::CUDAGuard guard(device_index(state.device));
+      std::vector<at::Tensor> device_inputs;
+      for (const DeviceTensor& input : inputs) device_inputs.push_back(view_of(input, state.device));
+      cudaStream_t run_stream = stream ? static_cast<cudaStream_t>(stream)
+                                       : c10::cuda::getCurrentCUDAStream(device_index(state.device)).stream();
+      PTB_CHECK(state.call(device_inputs, run_stream));
+      c10::cuda::CUDAStreamGuard stream_guard(
+          c10::cuda::getStreamFromExternal(run_stream, device_index(state.device)));
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        if (!state.output_handles[i]) return invalid(state.label + ": the library returned no tensor for an output");
+        view_of(outputs[i], state.device).copy_(*tensor_of(state.output_handles[i]), true);
+      }
+      state.drop_outputs();
+      return Status{};
+    });
+  }
+
+ private:
+  std::unique_ptr<LibTorchModel> model_;
+};
+
+Result<std::unique_ptr<detail::ModelBackend>> load_backend(const LoadRequest& request) {
+  PTB_TRY(auto model, load_model(request));
+  return std::unique_ptr<detail::ModelBackend>(std::make_unique<LibTorchBackend>(std::move(model)));
+}
+
+std::string describe() { return std::string("LibTorch ") + PTB_LIBTORCH_VERSION; }
+
+const detail::RuntimeModule module_table = [] {
+  detail::RuntimeModule table;
+  table.describe = describe;
+  table.load = load_backend;
+  table.pinned_upload_gb_per_second = libtorch_pinned_upload;
+  return table;
+}();
+
+}  // namespace
+
 }  // namespace ptb
+
+extern "C" __attribute__((visibility("default"))) const ptb::detail::RuntimeModule* ptbundle_runtime_module() {
+  return &ptb::module_table;
+}

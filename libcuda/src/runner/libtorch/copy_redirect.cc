@@ -1,4 +1,4 @@
-#include "runner/copy_redirect.h"
+#include "runner/libtorch/copy_redirect.h"
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>

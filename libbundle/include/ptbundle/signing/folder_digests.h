@@ -1,0 +1,85 @@
+// The SHA-256 of every file of a bundle folder, computed once for everything
+// that needs it: the signature (which lists every file), bundle.json's
+// recorded digests, and the content-addressed keys ExecuTorch writes
+// ("<sha256>_so_blob", "<sha256>_weights_blob"), whose bytes must hash to the
+// name they are stored under.
+//
+// Speed: files are hashed in parallel, one thread per core, largest first so
+// that a big file does not start last. One file's SHA-256 is one sequential
+// stream and stays so: bundle.json and the OpenSSF model-signing "files"
+// serialization both record the digest of the whole file, and splitting it
+// into shards would change both formats. A lone large file is therefore hashed
+// at one core's rate; what can run beside it does: the content-addressed blobs
+// inside it are hashed by a second thread from the same buffers as the file
+// (read once, each byte hashed by both streams while it is in cache).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ptbundle/base/result.h"
+
+namespace ptb {
+
+// A key named by the SHA-256 of its bytes, and what the bytes hash to.
+struct ContentKeyDigest {
+  std::string key;
+  std::string where;     // "named data" (.pte) or "data file" (.ptd)
+  uint64_t offset = 0;   // in the file
+  uint64_t size = 0;
+  std::string expected;  // the 64 hex digits of the key
+  std::string actual;    // SHA-256 of the bytes
+
+  bool matches() const { return expected == actual; }
+};
+
+enum class FolderEntryKind { File, Symlink, Other };
+
+struct FileDigest {
+  std::string path;  // relative to the folder, components joined with '/'
+  FolderEntryKind kind = FolderEntryKind::File;
+  uint64_t size = 0;
+  std::string sha256;  // hex; empty when the file could not be read (see error)
+  std::string error;   // why it could not be read
+  std::vector<ContentKeyDigest> content_keys;
+};
+
+struct FolderHashOptions {
+  // Paths relative to the folder, each ignoring itself and everything under
+  // it (".git" ignores ".git/config"), as model_signing's ignore list does.
+  std::vector<std::string> ignore;
+  unsigned threads = 0;  // 0: one per core
+  bool content_keys = true;  // also hash the content-addressed blobs (benchmarks turn it off to compare)
+};
+
+struct FolderDigests {
+  std::vector<FileDigest> files;  // in signing order (signing_order_less)
+  uint64_t bytes = 0;             // total size of the regular files hashed
+
+  const FileDigest* find(const std::string& path) const;
+};
+
+// Walks `dir` (symbolic links are recorded, never followed) and hashes every
+// regular file that is not ignored. Fails only when `dir` cannot be listed;
+// a file that cannot be read is recorded with its error.
+Result<FolderDigests> hash_folder(const std::string& dir, const FolderHashOptions& options = {});
+
+// True when `relative` is `ignored` or lies under it, comparing whole
+// components ("a" covers "a/b", not "ab").
+bool path_is_under(const std::string& relative, const std::string& ignored);
+
+// The order model_signing lists resources in: by path components, each
+// compared byte by byte (Python's PurePosixPath ordering), so "a/b" sorts
+// before "a.b".
+bool signing_order_less(const std::string& a, const std::string& b);
+
+// The keys of a .pte's named data or a .ptd's entries that name their bytes
+// by SHA-256, with where those bytes lie in the file. Empty for any other
+// file, or one that does not open (its own checks report that).
+std::vector<ContentKeyDigest> content_keys_of(const std::string& path);
+
+// "<64 lowercase hex>_so_blob" or "<64 lowercase hex>_weights_blob".
+bool is_content_addressed_key(const std::string& key);
+
+}  // namespace ptb

@@ -1,0 +1,44 @@
+// `ptbundle sign`: a signature over every file of a bundle folder, written
+// into the folder in the model-signing format (model_signature.h), and what
+// the writers do with a signature their change makes invalid.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ptbundle/base/result.h"
+#include "ptbundle/signing/model_signature.h"
+
+namespace ptb {
+
+struct SignOptions {
+  std::string bundle_dir;
+  std::string key_path;                      // PEM private key
+  std::optional<std::string> password_file;  // its first line decrypts the key
+  std::string output_name = kDefaultSignatureName;  // a file name ending in ".sig", inside the bundle
+  unsigned threads = 0;                      // hashing threads; 0: one per core
+};
+
+struct SignReport {
+  std::string signature_path;
+  std::string key_fingerprint;
+  std::string curve;  // "P-256"
+  std::string hash;   // "SHA-256"
+  SignedStatement statement;
+  uint64_t bytes = 0;  // hashed
+};
+
+// Hashes the folder (the signature file and git's files left out, as
+// model_signing does), refuses a bundle whose files disagree with bundle.json
+// or whose content-addressed keys disagree with their bytes, signs, and
+// writes the signature atomically.
+Result<SignReport> sign_bundle(const SignOptions& options);
+
+// Writers call this after they changed files of a bundle: every signature
+// file in the bundle that holds `changed_path` (the bundle folder itself, or
+// a file in it, in testcases/ or in a GPU-target folder) is removed, since
+// the bundle no longer matches it. Returns the paths removed.
+std::vector<std::string> remove_invalidated_signatures(const std::string& changed_path);
+
+}  // namespace ptb

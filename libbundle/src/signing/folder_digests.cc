@@ -1,0 +1,57 @@
+// hash_folder: the folder's files hashed in parallel, largest first.
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "signing/signing_internal.h"
+
+namespace ptb {
+
+namespace fs = std::filesystem;
+
+Result<FolderDigests> hash_folder(const std::string& dir, const FolderHashOptions& options) {
+  std::vector<std::string> ignore;
+  for (std::string path : options.ignore) {
+    while (!path.empty() && path.back() == '/') path.pop_back();
+    if (!path.empty()) ignore.push_back(std::move(path));
+  }
+  PTB_TRY(std::vector<FileDigest> entries, detail::list_folder(dir, ignore));
+
+  // Sizes first: the schedule starts with the largest files, so that the last
+  // file to finish is a small one and every core stays busy to the end.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].kind != FolderEntryKind::File) continue;
+    std::error_code ec;
+    const uint64_t size = fs::file_size(fs::path(dir) / entries[i].path, ec);
+    entries[i].size = ec ? 0 : size;
+    order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return entries[a].size > entries[b].size; });
+
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t at = next.fetch_add(1); at < order.size(); at = next.fetch_add(1)) {
+      FileDigest& entry = entries[order[at]];
+      const std::string path = (fs::path(dir) / entry.path).string();
+      if (options.content_keys) entry.content_keys = content_keys_of(path);
+      detail::hash_file(path, entry);
+    }
+  };
+  const unsigned cores = options.threads ? options.threads : detail::usable_cores();
+  const size_t threads = std::min<size_t>(cores, order.size());
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& thread : pool) thread.join();
+
+  FolderDigests out;
+  out.files = std::move(entries);
+  for (const FileDigest& file : out.files) {
+    if (file.kind == FolderEntryKind::File && file.error.empty()) out.bytes += file.size;
+  }
+  return out;
+}
+
+}  // namespace ptb

@@ -1,0 +1,85 @@
+// AotiModel: the part's library checked (aoti_runtime.h), then loaded by the
+// runtime module that can serve it (runtime_modules.h).
+#include <memory>
+
+#include "ptbundle/cuda/aoti_runtime.h"
+#include "ptbundle/cuda/gpu.h"
+#include "ptbundle/cuda/runner.h"
+#include "runtime_modules.h"
+
+namespace ptb {
+
+struct AotiModel::State {
+  std::unique_ptr<detail::ModelBackend> backend;
+  RuntimeUse runtime;
+};
+
+AotiModel::AotiModel() = default;
+AotiModel::AotiModel(AotiModel&&) noexcept = default;
+AotiModel& AotiModel::operator=(AotiModel&&) noexcept = default;
+AotiModel::~AotiModel() = default;
+
+size_t AotiModel::num_inputs() const { return state_->backend->input_names().size(); }
+size_t AotiModel::num_outputs() const { return state_->backend->output_names().size(); }
+const std::vector<std::string>& AotiModel::input_names() const { return state_->backend->input_names(); }
+const std::vector<std::string>& AotiModel::output_names() const { return state_->backend->output_names(); }
+const LoadTimes& AotiModel::load_times() const { return state_->backend->load_times(); }
+const RuntimeUse& AotiModel::runtime() const { return state_->runtime; }
+
+Result<AotiModel> AotiModel::load(const LoadRequest& request) {
+  if (!kRunnerBuilt) return usage_error(runner_unavailable_reason());
+  PTB_TRY(RuntimeChoice choice, choose_runtime(request.library, request.library_origin, request.runtime));
+  // A process already served by LibTorch runs link_libtorch=False libraries
+  // through it, when the runtime was not asked for by name.
+  if (choice.kind == AotiRuntime::Builtin && request.runtime == AotiRuntime::Auto &&
+      detail::process_runtime() == AotiRuntime::LibTorch) {
+    choice = {AotiRuntime::LibTorch, "LibTorch already serves this process"};
+  }
+  auto module = detail::runtime_module(choice.kind);
+  if (!module.ok()) {
+    Error error = module.take_error();
+    error.message = request.label + ": " + error.message;
+    return error;
+  }
+  PTB_TRY(auto backend, (*module)->load(request));
+  AotiModel model;
+  model.state_ = std::make_unique<State>();
+  model.state_->backend = std::move(backend);
+  model.state_->runtime = {choice.kind, (*module)->describe(), choice.reason};
+  return model;
+}
+
+Result<std::vector<HostTensor>> AotiModel::run(const std::vector<HostTensor>& inputs) {
+  return state_->backend->run(inputs);
+}
+
+Result<std::vector<double>> AotiModel::time_calls(const std::vector<HostTensor>& inputs, int warmup, int iterations) {
+  return state_->backend->time_calls(inputs, warmup, iterations);
+}
+
+Status AotiModel::run_on_device(std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs,
+                                void* stream) {
+  return state_->backend->run_on_device(inputs, outputs, stream);
+}
+
+std::optional<AotiRuntime> process_aoti_runtime() { return detail::process_runtime(); }
+
+Result<CudaDeviceInfo> cuda_device(int index) {
+  const GpuReport report = discover_gpus();
+  if (report.gpus.empty()) return invalid("no CUDA GPU: " + report.reason);
+  for (const GpuInfo& gpu : report.gpus) {
+    if (gpu.index == index) return CudaDeviceInfo{gpu.index, gpu.name, gpu.capability};
+  }
+  return usage_error("no CUDA device " + std::to_string(index) + "; the driver sees " +
+                     std::to_string(report.gpus.size()));
+}
+
+Result<double> pinned_upload_gb_per_second(uint64_t bytes, int device, int repeats) {
+  // The runtime that serves the process measures, or else the built-in one.
+  AotiRuntime kind = detail::process_runtime().value_or(kBuiltinRuntimeBuilt ? AotiRuntime::Builtin
+                                                                              : AotiRuntime::LibTorch);
+  PTB_TRY(const detail::RuntimeModule* module, detail::runtime_module(kind));
+  return module->pinned_upload_gb_per_second(bytes, device, repeats);
+}
+
+}  // namespace ptb

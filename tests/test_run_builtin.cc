@@ -1,0 +1,333 @@
+// The built-in AOTInductor runtime on the GPU: libraries compiled with
+// ExecuTorch's full options (link_libtorch=False, Triton-only GEMM and
+// convolution; tests/gpu/make_packages.py) run without LibTorch and give
+// eager PyTorch's outputs; a library needing a shim the runtime lacks is
+// refused before anything is loaded; the LibTorch runner gives the same
+// outputs (through the CLI, one process per runtime); per-call overhead
+// against a minimal C-ABI loop; process start to first output; upload rate.
+// In a build with LibTorch, the in-process tests skip (runner.h: one runtime
+// per process); scripts/gpu-check runs them in its build without LibTorch.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu_support.h"
+#include "ptbundle/formats/npy.h"
+#include "ptbundle/results/timing.h"
+#include "ptbundle/results/tolerance.h"
+
+using namespace ptb;
+using ptb::test::npy_tensor;
+using ptb::test::ScopedTmpdir;
+using ptb::test::this_gpu;
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+#define CHECK_CONTAINS(text, part) CHECK_MESSAGE((text).find(part) != std::string::npos, (text))
+
+const char* kPackages[] = {"et_mlp", "et_conv", "et_embed"};
+
+AotiModel load_builtin(const RunPart& part, const PartWeights& weights, bool staged = true) {
+  LoadRequest request = ptb::test::load_request(part, weights);
+  request.library_checks_inputs = true;
+  request.staged_upload = staged;
+  request.runtime = AotiRuntime::Builtin;
+  auto model = AotiModel::load(request);
+  REQUIRE_MESSAGE(model.ok(), model.error().message);
+  CHECK(model->runtime().kind == AotiRuntime::Builtin);
+  return std::move(model).value();
+}
+
+ComparisonStats against_eager(AotiModel& model, const fs::path& folder, const std::string& stem, Tolerance tolerance) {
+  HostTensor input = npy_tensor(folder / (stem + ".in0.npy"));
+  HostTensor expected = npy_tensor(folder / (stem + ".out0.npy"));
+  auto outputs = model.run({input});
+  REQUIRE_MESSAGE(outputs.ok(), outputs.error().message);
+  REQUIRE(outputs->size() == 1);
+  auto stats = compare_tensors((*outputs)[0].view(), expected.view(), tolerance);
+  REQUIRE_MESSAGE(stats.ok(), stats.error().message);
+  CHECK_MESSAGE(stats->passed(), test_case_verdict(stem, {{"output 0", tolerance, *stats, ""}}));
+  return *stats;
+}
+
+PartWeights split_per_fqn(const PartWeights& blob, const Json& constants) {
+  PartWeights weights;
+  weights.layout = WeightsLayout::PerFqn;
+  weights.file = blob.file + " (split per FQN)";
+  uint64_t offset = 0;
+  for (const Json& constant : constants) {
+    if (constant.value("from_folded", false)) continue;
+    FqnWeightBytes weight;
+    weight.meta.fqn = constant["fqn"];
+    weight.meta.storage_key = "test:" + weight.meta.fqn;
+    weight.meta.storage_nbytes = constant["data_size"];
+    weight.meta.dtype = *scalar_type_from_name(constant["dtype"].get<std::string>());
+    weight.meta.device_type = 1;
+    weight.meta.sizes = constant["sizes"].get<std::vector<int64_t>>();
+    weight.meta.strides = constant["strides"].get<std::vector<int64_t>>();
+    REQUIRE(offset + weight.meta.storage_nbytes <= blob.blob.size());
+    weight.bytes = blob.blob.subspan(offset, weight.meta.storage_nbytes);
+    offset += weight.meta.storage_nbytes;
+    weights.tensors.push_back(std::move(weight));
+  }
+  return weights;
+}
+
+Json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), path.string());
+  return Json::parse(in);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+TEST_CASE("run on GPU, built-in runtime: link_libtorch=False libraries match eager PyTorch, both weight layouts") {
+  PTB_REQUIRE_BUILTIN_GPU();
+  if (!ptb::test::gpu_packages()) {
+    ptb::test::skip("PTB_GPU_PACKAGES is not set (scripts/gpu-check compiles them with tests/gpu/make_packages.py)");
+    return;
+  }
+  ScopedTmpdir tmp;
+  const fs::path folder = *ptb::test::gpu_packages();
+  for (const char* name : kPackages) {
+    CAPTURE(name);
+    auto part = open_run_part((folder / (std::string(name) + ".pt2")).string(), this_gpu());
+    REQUIRE_MESSAGE(part.ok(), part.error().message);
+    // Steps on stderr, so that a crash shows where it happened.
+    std::fprintf(stderr, "[step] %s: load blob\n", name);
+    AotiModel model = load_builtin(*part, part->weights);
+    std::fprintf(stderr, "[step] %s: run blob\n", name);
+    const ComparisonStats blob = against_eager(model, folder, name, Tolerance{1e-5, 1e-5});
+    PartWeights per_fqn = split_per_fqn(part->weights, read_json(folder / (std::string(name) + ".constants.json")));
+    std::fprintf(stderr, "[step] %s: load per-FQN\n", name);
+    AotiModel bound = load_builtin(*part, per_fqn);
+    std::fprintf(stderr, "[step] %s: run per-FQN\n", name);
+    const ComparisonStats fqn = against_eager(bound, folder, name, Tolerance{1e-5, 1e-5});
+    std::fprintf(stderr, "[step] %s: time\n", name);
+    auto times = model.time_calls({npy_tensor(folder / (std::string(name) + ".in0.npy"))}, 20, 200);
+    REQUIRE_MESSAGE(times.ok(), times.error().message);
+    const TimingStats stats = summarize_timings(*times);
+    std::printf("[gpu] built-in %-8s (%s): blob max abs diff %.3g, per-FQN (%zu weights) %.3g vs eager; "
+                "median %.1f us\n",
+                name, model.runtime().name.c_str(), blob.max_abs_error, per_fqn.tensors.size(), fqn.max_abs_error,
+                stats.median_ms * 1000);
+  }
+  CHECK_MESSAGE(tmp.empty(), tmp.listing());
+  CHECK(process_aoti_runtime() == AotiRuntime::Builtin);
+}
+
+TEST_CASE("run on GPU, built-in runtime: a library needing a shim it lacks is refused before loading") {
+  PTB_REQUIRE_GPU_PACKAGES();
+  ScopedTmpdir tmp;
+  auto part = open_run_part((*ptb::test::gpu_packages() / "nolibtorch.pt2").string(), this_gpu());
+  REQUIRE_MESSAGE(part.ok(), part.error().message);
+  LoadRequest request = ptb::test::load_request(*part, part->weights);
+  request.runtime = AotiRuntime::Builtin;
+  auto refused = AotiModel::load(request);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_CONTAINS(refused.error().message, "the built-in AOTInductor runtime lacks");
+  CHECK_CONTAINS(refused.error().message, "Triton-only GEMM");
+  CHECK_MESSAGE(tmp.empty(), tmp.listing());  // the library was never written out, let alone loaded
+  std::printf("[gpu] nolibtorch (no autotuning) refused before loading: %s\n", refused.error().message.c_str());
+}
+
+TEST_CASE("run on GPU, built-in runtime: 512 MiB of weights upload staged, blob and per-FQN, and match eager") {
+  PTB_REQUIRE_BUILTIN_GPU();
+  if (!ptb::test::gpu_packages()) {
+    ptb::test::skip("PTB_GPU_PACKAGES is not set");
+    return;
+  }
+  const fs::path folder = *ptb::test::gpu_packages();
+  if (!fs::exists(folder / "et_big.pt2")) {
+    ptb::test::skip("et_big.pt2 was not made (tests/gpu/make_packages.py)");
+    return;
+  }
+  auto part = open_run_part((folder / "et_big.pt2").string(), this_gpu());
+  REQUIRE_MESSAGE(part.ok(), part.error().message);
+  const Tolerance tolerance{1e-3, 1e-3};
+  auto report = [&](const char* what, AotiModel& model, double pinned) {
+    const LoadTimes& times = model.load_times();
+    const ComparisonStats stats = against_eager(model, folder, "et_big", tolerance);
+    const double rate = times.upload_gb_per_second();
+    std::printf("[gpu] built-in et_big %-18s %7.2f ms = %5.1f GB/s (%3.0f%% of pinned %.1f GB/s), max abs diff %.3g; "
+                "%s\n",
+                what, times.weights_ms, rate, 100 * rate / pinned, pinned, stats.max_abs_error,
+                times.upload_method.c_str());
+    return rate / pinned;
+  };
+  {
+    std::fprintf(stderr, "[step] et_big: load blob\n");
+    AotiModel first = load_builtin(*part, part->weights);  // loads the runtime: the pinned figure comes from it
+    const double pinned = *pinned_upload_gb_per_second(part->weights.blob.size(), 0, 3);
+    report("blob, staged (1st)", first, pinned);
+    AotiModel again = load_builtin(*part, part->weights);
+    CHECK(again.load_times().upload_method.find("staged through pinned buffers") == 0);
+    const double ratio = report("blob, staged", again, pinned);
+    CHECK_MESSAGE(ratio >= 0.5, "blob upload below half of pinned bandwidth");
+    AotiModel pageable = load_builtin(*part, part->weights, false);
+    report("blob, pageable", pageable, pinned);
+    PartWeights per_fqn = split_per_fqn(part->weights, read_json(folder / "et_big.constants.json"));
+    AotiModel bound = load_builtin(*part, per_fqn);
+    const double fqn_ratio = report("per-FQN, staged", bound, pinned);
+    CHECK_MESSAGE(fqn_ratio >= 0.5, "per-FQN upload below half of pinned bandwidth");
+  }
+}
+
+namespace {
+
+// The smallest program that drives a library through the built-in runtime's
+// exports: dlopen, create, load the blob, then Run on one input with CUDA
+// events around each call, as AotiModel::time_calls times them. Every CUDA
+// and shim function comes from the module already loaded RTLD_GLOBAL.
+std::vector<double> minimal_loop(const RunPart& part, const HostTensor& input, int warmup, int iterations) {
+  auto sym = [](const char* name) {
+    void* found = dlsym(RTLD_DEFAULT, name);
+    REQUIRE_MESSAGE(found, name);
+    return found;
+  };
+  using Container = void*;
+  using Handle = void*;
+  auto empty_strided = reinterpret_cast<int32_t (*)(int64_t, const int64_t*, const int64_t*, int32_t, int32_t,
+                                                    int32_t, Handle*)>(sym("aoti_torch_empty_strided"));
+  auto new_handle = reinterpret_cast<int32_t (*)(Handle, Handle*)>(sym("aoti_torch_new_tensor_handle"));
+  auto remove = reinterpret_cast<int32_t (*)(Handle)>(sym("aoti_torch_delete_tensor_object"));
+  auto data_ptr = reinterpret_cast<int32_t (*)(Handle, void**)>(sym("aoti_torch_get_data_ptr"));
+  auto memcpy_h2d = reinterpret_cast<int (*)(void*, const void*, size_t, int)>(sym("cudaMemcpy"));
+  auto stream_create = reinterpret_cast<int (*)(void**, unsigned)>(sym("cudaStreamCreateWithFlags"));
+  auto event_create = reinterpret_cast<int (*)(void**)>(sym("cudaEventCreate"));
+  auto event_record = reinterpret_cast<int (*)(void*, void*)>(sym("cudaEventRecord"));
+  auto elapsed = reinterpret_cast<int (*)(float*, void*, void*)>(sym("cudaEventElapsedTime"));
+  auto stream_sync = reinterpret_cast<int (*)(void*)>(sym("cudaStreamSynchronize"));
+
+  char path[] = "/tmp/ptb_minimal_XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, part.library.data(), part.library.size()) == static_cast<ssize_t>(part.library.size()));
+  close(fd);
+  void* library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  unlink(path);
+  REQUIRE_MESSAGE(library, dlerror());
+  auto create = reinterpret_cast<int32_t (*)(Container*, size_t, const char*, const char*)>(
+      dlsym(library, "AOTInductorModelContainerCreateWithDevice"));
+  auto blob = reinterpret_cast<int32_t (*)(Container, const uint8_t*)>(
+      dlsym(library, "AOTInductorModelUpdateConstantsFromBlob"));
+  auto run = reinterpret_cast<int32_t (*)(Container, Handle*, size_t, Handle*, size_t, void*, void*)>(
+      dlsym(library, "AOTInductorModelContainerRunSingleThreaded"));
+  auto destroy = reinterpret_cast<int32_t (*)(Container)>(dlsym(library, "AOTInductorModelContainerDelete"));
+  REQUIRE((create && blob && run && destroy));
+  Container container = nullptr;
+  REQUIRE(create(&container, 1, "cuda:0", nullptr) == 0);
+  REQUIRE(blob(container, part.weights.blob.data()) == 0);
+  std::vector<int64_t> sizes(input.shape.begin(), input.shape.end());
+  Handle in = nullptr;
+  REQUIRE(empty_strided(static_cast<int64_t>(sizes.size()), sizes.data(), nullptr, input.scalar_type, 1, 0, &in) == 0);
+  void* device = nullptr;
+  data_ptr(in, &device);
+  REQUIRE(memcpy_h2d(device, input.data.data(), input.data.size(), 1) == 0);
+  void* stream = nullptr;
+  stream_create(&stream, 1);
+  auto call = [&] {
+    Handle given = nullptr, out = nullptr;
+    new_handle(in, &given);
+    REQUIRE(run(container, &given, 1, &out, 1, stream, nullptr) == 0);
+    remove(out);
+  };
+  for (int i = 0; i < warmup; ++i) call();
+  std::vector<void*> events(2 * static_cast<size_t>(iterations));
+  for (auto& event : events) event_create(&event);
+  for (int i = 0; i < iterations; ++i) {
+    event_record(events[2 * i], stream);
+    call();
+    event_record(events[2 * i + 1], stream);
+  }
+  stream_sync(stream);
+  std::vector<double> times;
+  for (int i = 0; i < iterations; ++i) {
+    float ms = 0;
+    elapsed(&ms, events[2 * i], events[2 * i + 1]);
+    times.push_back(ms);
+  }
+  remove(in);
+  destroy(container);
+  dlclose(library);
+  return times;
+}
+
+}  // namespace
+
+TEST_CASE("run on GPU, built-in runtime: per-call overhead over a minimal C-ABI loop is under 5 us") {
+  PTB_REQUIRE_BUILTIN_GPU();
+  if (!ptb::test::gpu_packages()) {
+    ptb::test::skip("PTB_GPU_PACKAGES is not set");
+    return;
+  }
+  const fs::path folder = *ptb::test::gpu_packages();
+  auto part = open_run_part((folder / "et_mlp.pt2").string(), this_gpu());
+  REQUIRE_MESSAGE(part.ok(), part.error().message);
+  const HostTensor input = npy_tensor(folder / "et_mlp.in0.npy");
+  AotiModel model = load_builtin(*part, part->weights);
+  double runner = 1e9, minimal = 1e9;
+  for (int round = 0; round < 3; ++round) {  // best of 3, alternating
+    auto times = model.time_calls({input}, 200, 2000);
+    REQUIRE_MESSAGE(times.ok(), times.error().message);
+    runner = std::min(runner, summarize_timings(*times).median_ms * 1000);
+    minimal = std::min(minimal, summarize_timings(minimal_loop(*part, input, 200, 2000)).median_ms * 1000);
+  }
+  std::printf("[gpu] built-in per call (et_mlp): runner %.2f us vs minimal C-ABI loop %.2f us (%+.2f us)\n", runner,
+              minimal, runner - minimal);
+  CHECK(runner - minimal < 5.0);
+}
+
+TEST_CASE("run on GPU, built-in runtime: the CLI's outputs equal the LibTorch runner's; start to first output") {
+  PTB_REQUIRE_GPU_PACKAGES();
+  const fs::path folder = *ptb::test::gpu_packages();
+  ptb::test::TempDir out;
+  auto timed_cli = [](const std::string& args, double& seconds) {
+    auto start = std::chrono::steady_clock::now();
+    auto result = ptb::test::run_cli(args);
+    seconds = seconds_since(start);
+    return result;
+  };
+  double version_s = 0;
+  auto version = timed_cli("--version", version_s);
+  CHECK(version.exit_code == 0);
+  for (const char* name : kPackages) {
+    CAPTURE(name);
+    const std::string common = "run " + ptb::test::quote(folder / (std::string(name) + ".pt2")) + " --input 0=" +
+                               ptb::test::quote(folder / (std::string(name) + ".in0.npy")) + " --expect 0=" +
+                               ptb::test::quote(folder / (std::string(name) + ".out0.npy")) +
+                               " --iterations 0 --json --output-dir ";
+    double builtin_s = 0, libtorch_s = 0;
+    auto builtin = timed_cli(common + ptb::test::quote(out / "builtin") + " --runtime builtin", builtin_s);
+    REQUIRE_MESSAGE(builtin.exit_code == 0, builtin.err);
+    CHECK(Json::parse(builtin.out)["runtime"]["kind"] == "builtin");
+    if (!kLibTorchRunnerBuilt) {
+      std::printf("[gpu] built-in CLI %-8s start to first output %.3f s (no LibTorch in this build); --version %.3f s\n",
+                  name, builtin_s, version_s);
+      continue;
+    }
+    auto libtorch = timed_cli(common + ptb::test::quote(out / "libtorch") + " --runtime libtorch", libtorch_s);
+    REQUIRE_MESSAGE(libtorch.exit_code == 0, libtorch.err);
+    CHECK(Json::parse(libtorch.out)["runtime"]["kind"] == "libtorch");
+    const std::string file = std::string(name) + ".out0.npy";
+    HostTensor a = npy_tensor(out / "builtin" / file);
+    HostTensor b = npy_tensor(out / "libtorch" / file);
+    CHECK(a.shape == b.shape);
+    CHECK(a.data == b.data);
+    std::printf("[gpu] CLI %-8s outputs %s; start to first output: built-in %.3f s, LibTorch %.3f s; "
+                "--version %.3f s\n",
+                name, a.data == b.data ? "equal" : "DIFFER", builtin_s, libtorch_s, version_s);
+  }
+}
