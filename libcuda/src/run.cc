@@ -106,14 +106,21 @@ std::vector<std::string> index_names(size_t count) {
 }
 
 // Inputs named by index are bound before loading, against the signature; a
-// name other than an index waits for the library's names.
-Result<std::optional<std::vector<BoundInput>>> bind_before_loading(const RunRequest& request, const RunPart& part) {
-  if (!part.inputs) return std::optional<std::vector<BoundInput>>();
+// name other than an index waits for the library's names. A plain struct, not
+// std::optional<std::vector>: GCC 12 -O2 reports a false -Wmaybe-uninitialized
+// for the latter once it is moved out of a Result.
+struct EarlyInputs {
+  bool bound = false;
+  std::vector<BoundInput> inputs;
+};
+
+Result<EarlyInputs> bind_before_loading(const RunRequest& request, const RunPart& part) {
+  if (!part.inputs) return EarlyInputs{};
   auto inputs = bind_inputs(request, part, index_names(part.inputs->size()));
-  if (inputs.ok()) return std::optional<std::vector<BoundInput>>(std::move(inputs).value());
+  if (inputs.ok()) return EarlyInputs{true, std::move(inputs).value()};
   for (const auto& text : request.inputs) {
     NamedFile item = split_named(text);
-    if (!item.name.empty() && !as_index(item.name)) return std::optional<std::vector<BoundInput>>();
+    if (!item.name.empty() && !as_index(item.name)) return EarlyInputs{};
   }
   return inputs.error();
 }
@@ -197,8 +204,8 @@ Result<RunReport> run_part(const RunRequest& request) {
   PTB_TRY(AotiModel model, AotiModel::load(load));
 
   std::vector<BoundInput> inputs;
-  if (early) {
-    inputs = std::move(*early);
+  if (early.bound) {
+    inputs = std::move(early.inputs);
     if (inputs.size() != model.num_inputs()) {
       return invalid(part.source + ": method " + part.method + " takes " + std::to_string(inputs.size()) +
                      " inputs, but its library takes " + std::to_string(model.num_inputs()));
