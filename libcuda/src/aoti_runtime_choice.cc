@@ -157,11 +157,7 @@ Result<RuntimeChoice> choose_runtime(Bytes library, const std::string& origin, A
     if (wanted == AotiRuntime::Auto && available.libtorch) {
       return RuntimeChoice{AotiRuntime::LibTorch, "this build has no built-in runtime"};
     }
-    // Appended: GCC 12 -O2 reports a false -Wstringop-overflow for the + chain.
-    std::string message = "the built-in runtime is not in this build (";
-    message += PTB_BUILTIN_RUNTIME_STATUS;
-    message += ")";
-    return usage_error(std::move(message));
+    return usage_error(std::string("the built-in runtime is not in this build (") + PTB_BUILTIN_RUNTIME_STATUS + ")");
   }
   return RuntimeChoice{AotiRuntime::Builtin, "the library needs no LibTorch (compiled with link_libtorch=False)"};
 }
