@@ -1,9 +1,11 @@
 // `ptbundle inspect PATH... [--json] [--sha256]`: what is inside programs,
 // data files, bundled programs, AOTInductor packages and bundle folders.
 // The facts, the GPU code of each library included, come from libbundle's
-// inspect_path; this file prints text or one JSON document.
+// inspect_path as a typed model (ptbundle/inspect/inspect_model.h); this file
+// prints it as text or as one JSON document.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include "command.h"
@@ -19,12 +21,34 @@ struct InspectArgs {
   bool sha256 = false;
 };
 
-// The model: schemas/inspect.schema.json. Each file's object is built by
-// libbundle's inspect_path, so it stays a Json value here.
+// Why a path could not be inspected, recorded in its place.
+struct FileErrorModel {
+  Error error;
+  template <class F>
+  void fields(F& f) const {
+    f("kind", error_kind_name(error.kind))("exit_code", static_cast<int>(error.kind))("message", error.message);
+  }
+};
+
+// One path: what libbundle's inspect_path found, or its error.
+struct FileModel {
+  std::string path;
+  std::optional<InspectedFile> file;
+  std::optional<FileErrorModel> error;
+  template <class F>
+  void fields(F& f) const {
+    if (file) {
+      file->fields(f);
+      return;
+    }
+    f("path", path)("error", *error);
+  }
+};
+
+// The model: schemas/inspect.schema.json.
 struct InspectModel {
-  std::vector<Json> files;
-  std::vector<bool> failed;  // text only: per file, whether it is an error record
-  bool sha256 = false;       // text only: the sha256 columns
+  std::vector<FileModel> files;
+  bool sha256 = false;  // text only: the sha256 columns
   template <class F>
   void fields(F& f) const {
     f("ptbundle_inspect_version", 1)("files", files);
@@ -33,10 +57,10 @@ struct InspectModel {
 
 void render_text(std::ostream& out, const InspectModel& model) {
   bool first = true;
-  for (size_t i = 0; i < model.files.size(); ++i) {
-    if (model.failed[i]) continue;  // its error went to stderr
+  for (const FileModel& file : model.files) {
+    if (!file.file) continue;  // its error went to stderr
     if (!first) out << '\n';
-    out << render_inspect_text(model.files[i], model.sha256);
+    out << render_inspect_text(*file.file, model.sha256);
     first = false;
   }
 }
@@ -50,18 +74,14 @@ int run_inspect(const InspectArgs& args, Output& out) {
   for (const auto& path : args.paths) {
     auto inspected = inspect_path(path, options);
     if (inspected.ok()) {
-      model.files.push_back(std::move(inspected).value());
-      model.failed.push_back(false);
+      model.files.push_back({path, std::move(inspected).value(), std::nullopt});
       continue;
     }
     // The error goes to stderr either way; JSON also records it in place.
     const Error& error = inspected.error();
-    const int code = static_cast<int>(error.kind);
     std::fprintf(stderr, "ptbundle: error: %s\n", printable(error.message).c_str());
-    if (exit_code == 0) exit_code = code;
-    model.files.push_back({{"path", path},
-                           {"error", {{"kind", error_kind_name(error.kind)}, {"exit_code", code}, {"message", error.message}}}});
-    model.failed.push_back(true);
+    if (exit_code == 0) exit_code = static_cast<int>(error.kind);
+    model.files.push_back({path, std::nullopt, FileErrorModel{error}});
   }
   return out.print(model, exit_code);
 }

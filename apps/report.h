@@ -19,10 +19,9 @@
 // once and generically rendered, no command builds Json by hand, and the text
 // layout can only show what the model holds, by name checked by the compiler.
 //
-// One exception remains: inspect's per-file objects are still built as Json
-// by libbundle (inspect_path) and inspect_text.cc reads them by key; they
-// become typed models when the library returns typed inspect results (the
-// program-model work of issue 10 owns that code).
+// inspect's model is libbundle's (ptbundle/inspect/inspect_model.h): its
+// structs list their members with the same fields() protocol, so this
+// renderer prints them too.
 //
 // Every --json document starts with "format_version" and "command" and ends
 // with "exit_code"; a command that fails before it has a report prints an
@@ -36,6 +35,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -70,8 +70,8 @@ class JsonFields {
  public:
   explicit JsonFields(Json& object) : object_(object) {}
   template <class T>
-  JsonFields& operator()(const char* key, const T& value) {
-    object_[key] = to_json(value);
+  JsonFields& operator()(std::string_view key, const T& value) {
+    object_[std::string(key)] = to_json(value);
     return *this;
   }
 

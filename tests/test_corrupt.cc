@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 
+#include "../apps/report.h"
 #include "fixture_dump.h"
 #include "flatbuffer_layout.h"
 #include "ptbundle/formats/bpte.h"
@@ -65,7 +66,7 @@ void inspect_walk(const fs::path& path) {
   options.sha256 = true;
   auto inspected = inspect_path(path.string(), options);
   if (!inspected.ok()) FAIL(inspected.error().message);
-  CHECK_FALSE(inspected->dump(2, ' ', false, InspectJson::error_handler_t::replace).empty());
+  CHECK_FALSE(ptb::app::to_json(*inspected).dump(2, ' ', false, ptb::app::Json::error_handler_t::replace).empty());
 }
 
 template <class Reader>

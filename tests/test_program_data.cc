@@ -190,8 +190,12 @@ TEST_CASE("program data: inspect maps each file once and reports the same progra
   // The kernels of each library come from libbundle now, with no callback.
   auto inspected = inspect_path(fixture("cuda/sm80/model.pte").string());
   REQUIRE_MESSAGE(inspected.ok(), inspected.error().message);
-  const auto& delegate = (*inspected)["methods"][0]["delegates"][0];
-  REQUIRE(delegate.contains("cuda"));
-  REQUIRE(delegate["cuda"]["variants"][0].contains("kernels"));
-  CHECK_FALSE(delegate["cuda"]["variants"][0]["kernels"].empty());
+  const auto* program = std::get_if<InspectProgram>(&inspected->body);
+  REQUIRE(program != nullptr);
+  const InspectDelegate& delegate = program->methods.at(0).delegates.at(0);
+  REQUIRE(delegate.cuda.has_value());
+  const auto& kernels = delegate.cuda->variants.at(0).kernels;
+  REQUIRE(kernels.has_value());
+  REQUIRE_FALSE(kernels->error.has_value());
+  CHECK_FALSE(kernels->images.empty());
 }

@@ -8,6 +8,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto bpte = ptb::BpteFile::open(path);
   if (!bpte.ok()) return 0;
   (void)ptb::describe_methods(bpte->program());
-  (void)ptb::detail::inspect_bundled(*bpte, {}).dump(2, ' ', false, ptb::InspectJson::error_handler_t::replace);
+  (void)ptb::detail::inspect_bundled(*bpte, {});
   return 0;
 }

@@ -1,6 +1,6 @@
 // libFuzzer target: PteFile::open, then everything a caller may do with a
 // program that opened (describe it, read every segment and payload, decode
-// CUDA payloads, build the inspect object). Built by scripts/fuzz.
+// CUDA payloads, build the inspect model). Built by scripts/fuzz.
 #include "fuzz_input.h"
 #include "ptbundle/formats/cuda_payload.h"
 #include "inspect/inspect_internal.h"
@@ -27,6 +27,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   ptb::InspectOptions options;
   options.sha256 = true;
-  (void)ptb::detail::inspect_program(program, options).dump(2, ' ', false, ptb::InspectJson::error_handler_t::replace);
+  (void)ptb::detail::inspect_program(program, options);
   return 0;
 }

@@ -1,4 +1,4 @@
-// The inspect objects of a data file (.ptd) and of a bundled program (.bpte).
+// The inspect models of a data file (.ptd) and of a bundled program (.bpte).
 #include "inspect/inspect_internal.h"
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/program/program_with_data.h"
@@ -8,95 +8,65 @@
 namespace ptb::detail {
 namespace {
 
-InspectJson bundled_value_json(const BundledValue& value) {
-  InspectJson out;
-  out["kind"] = value.kind;
-  if (value.tensor) {
-    out["dtype"] = scalar_type_name(value.tensor->scalar_type);
-    out["shape"] = value.tensor->sizes;
-    out["dim_order"] = value.tensor->dim_order;
-    out["size"] = value.tensor->data.size();
-  } else if (value.kind == "int") {
-    out["value"] = value.int_value;
-  } else if (value.kind == "bool") {
-    out["value"] = value.bool_value;
-  } else {
-    out["value"] = value.double_value;
+std::vector<InspectBundledValue> bundled_values_of(const std::vector<BundledValue>& values) {
+  std::vector<InspectBundledValue> out;
+  for (const BundledValue& value : values) {
+    InspectBundledValue v;
+    v.kind = value.kind;
+    if (value.tensor) {
+      v.tensor = InspectBundledTensor{scalar_type_name(value.tensor->scalar_type), value.tensor->sizes,
+                                      value.tensor->dim_order, value.tensor->data.size()};
+    } else if (value.kind == "int") {
+      v.value = value.int_value;
+    } else if (value.kind == "bool") {
+      v.value = value.bool_value;
+    } else {
+      v.value = value.double_value;
+    }
+    out.push_back(std::move(v));
   }
-  return out;
-}
-
-InspectJson bundled_values_json(const std::vector<BundledValue>& values) {
-  InspectJson out = InspectJson::array();
-  for (const auto& value : values) out.push_back(bundled_value_json(value));
   return out;
 }
 
 }  // namespace
 
-InspectJson inspect_data(const PtdFile& ptd, const InspectOptions& options) {
-  InspectJson out;
-  out["file_identifier"] = "FT01";
+InspectDataFile inspect_data(const PtdFile& ptd, const InspectOptions& options) {
+  InspectDataFile out;
   const PtdHeader& header = ptd.header();
-  out["header"] = {{"length", header.length},
-                   {"flatbuffer_offset", header.flatbuffer_offset},
-                   {"flatbuffer_size", header.flatbuffer_size},
-                   {"segment_base_offset", header.segment_base_offset},
-                   {"segment_data_size", header.segment_data_size}};
-  out["version"] = ptd.version();
-  out["segments"] = InspectJson::array();
+  out.header = {header.length, header.flatbuffer_offset, header.flatbuffer_size, header.segment_base_offset,
+                header.segment_data_size};
+  out.version = ptd.version();
   for (size_t s = 0; s < ptd.segments().size(); ++s) {
     const PtdSegment& segment = ptd.segments()[s];
-    InspectJson j;
-    j["index"] = s;
-    j["offset"] = segment.offset;
-    j["size"] = segment.size;
-    j["file_offset"] = segment.file_offset;
-    j["alignment"] = offset_alignment(segment.file_offset);
-    out["segments"].push_back(std::move(j));
+    out.segments.push_back({s, segment.offset, segment.size, segment.file_offset, offset_alignment(segment.file_offset), {}, {}});
   }
-  out["named_data"] = InspectJson::array();
   for (const auto& entry : ptd.entries()) {
-    InspectJson j;
-    j["key"] = entry.key;
-    j["segment_index"] = entry.segment_index;
-    j["size"] = entry.size;
-    j["file_offset"] = entry.file_offset;
-    j["alignment"] = offset_alignment(entry.file_offset);
+    InspectDataBlob blob{entry.key, entry.segment_index, entry.size, entry.file_offset, offset_alignment(entry.file_offset), {}, {}};
     if (entry.layout) {
-      j["tensor_layout"] = {{"dtype", scalar_type_name(entry.layout->scalar_type)},
-                            {"shape", entry.layout->sizes},
-                            {"dim_order", entry.layout->dim_order}};
-    } else {
-      j["tensor_layout"] = nullptr;
+      blob.tensor_layout = InspectTensorLayout{scalar_type_name(entry.layout->scalar_type), entry.layout->sizes,
+                                               entry.layout->dim_order};
     }
-    if (options.sha256) j["sha256"] = sha256_mapped_range(ptd.file(), entry.file_offset, entry.size);
-    out["named_data"].push_back(std::move(j));
+    if (options.sha256) blob.sha256 = sha256_mapped_range(ptd.file(), entry.file_offset, entry.size);
+    out.named_data.push_back(std::move(blob));
   }
   return out;
 }
 
-InspectJson inspect_bundled(const BpteFile& bpte, const InspectOptions& options) {
-  InspectJson out;
-  out["file_identifier"] = "BP08";
-  out["version"] = bpte.version();
-  InspectJson program;
-  program["offset"] = bpte.program().base_offset();
-  program["size"] = bpte.program().bytes().size();
+InspectBundled inspect_bundled(const BpteFile& bpte, const InspectOptions& options) {
+  InspectBundled out;
+  out.version = bpte.version();
+  out.program.offset = bpte.program().base_offset();
+  out.program.size = bpte.program().bytes().size();
   // The program is borrowed from `bpte` for the length of this call.
   const ProgramWithData inner(std::shared_ptr<const PteFile>(std::shared_ptr<const PteFile>(), &bpte.program()), nullptr);
-  program.update(inspect_program(inner, options));
-  out["program"] = std::move(program);
-  out["test_suites"] = InspectJson::array();
+  out.program.program = inspect_program(inner, options);
   for (const auto& suite : bpte.test_suites()) {
-    InspectJson s;
-    s["method"] = suite.method_name;
-    s["test_cases"] = InspectJson::array();
+    InspectTestSuite s;
+    s.method = suite.method_name;
     for (const auto& test : suite.test_cases) {
-      s["test_cases"].push_back(
-          {{"inputs", bundled_values_json(test.inputs)}, {"expected_outputs", bundled_values_json(test.expected_outputs)}});
+      s.test_cases.push_back({bundled_values_of(test.inputs), bundled_values_of(test.expected_outputs)});
     }
-    out["test_suites"].push_back(std::move(s));
+    out.test_suites.push_back(std::move(s));
   }
   return out;
 }

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "ptbundle/inspect/inspect.h"
 #include "ptbundle/base/sha256.h"
+#include "ptbundle/inspect/inspect.h"
 
 namespace ptb {
 class ProgramWithData;
@@ -15,18 +15,15 @@ class MappedFile;
 
 namespace ptb::detail {
 
-std::string hex(Bytes bytes);
+// The GPU code images in a library or kernel file (libkernels'
+// scan_kernels), or why they cannot be read.
+InspectKernels inspect_kernels(Bytes data, const std::string& name);
 
-// "kernels": the GPU code images in a library or kernel file (libkernels'
-// scan_kernels), or "kernels_error" when they cannot be read.
-void add_kernels(InspectJson& out, Bytes data, const std::string& name);
-
-// The fields after "path", "kind" and "size".
-InspectJson inspect_program(const ProgramWithData& program, const InspectOptions& options);
-InspectJson inspect_data(const PtdFile& ptd, const InspectOptions& options);
-InspectJson inspect_bundled(const BpteFile& bpte, const InspectOptions& options);
-Result<InspectJson> inspect_package(const std::string& path, const InspectOptions& options);
-Result<InspectJson> inspect_bundle_folder(const std::string& path, const InspectOptions& options);
-Result<InspectJson> inspect_signature(const std::string& path);
+InspectProgram inspect_program(const ProgramWithData& program, const InspectOptions& options);
+InspectDataFile inspect_data(const PtdFile& ptd, const InspectOptions& options);
+InspectBundled inspect_bundled(const BpteFile& bpte, const InspectOptions& options);
+Result<InspectPackage> inspect_package(const std::string& path, const InspectOptions& options);
+Result<InspectBundle> inspect_bundle_folder(const std::string& path, const InspectOptions& options);
+Result<InspectSignature> inspect_signature(const std::string& path);
 
 }  // namespace ptb::detail

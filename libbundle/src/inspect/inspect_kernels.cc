@@ -5,29 +5,29 @@
 
 namespace ptb::detail {
 
-void add_kernels(InspectJson& out, Bytes data, const std::string& name) {
+InspectKernels inspect_kernels(Bytes data, const std::string& name) {
+  InspectKernels out;
   auto images = scan_kernels(data, name);
   if (!images.ok()) {
-    out["kernels_error"] = images.error().message;
-    return;
+    out.error = images.error().message;
+    return out;
   }
-  InspectJson kernels = InspectJson::array();
   for (const KernelImage& image : *images) {
-    InspectJson j;
-    j["target"] = image.target();
-    j["kind"] = kernel_kind_name(image.kind);
-    j["sm"] = image.sm;
+    InspectKernel kernel;
+    kernel.target = image.target();
+    kernel.kind = kernel_kind_name(image.kind);
+    kernel.sm = image.sm;
     std::string ptx = image.ptx_version();
-    j["ptx_version"] = ptx.empty() ? InspectJson(nullptr) : InspectJson(ptx);
-    j["container"] = kernel_container_name(image.container);
-    j["offset"] = image.offset;
-    j["size"] = image.size;
-    j["uncompressed_size"] = image.uncompressed_size;
-    j["compression"] = image.compressed() ? InspectJson(image.compression) : InspectJson(nullptr);
-    j["location"] = image.location;
-    kernels.push_back(std::move(j));
+    if (!ptx.empty()) kernel.ptx_version = std::move(ptx);
+    kernel.container = kernel_container_name(image.container);
+    kernel.offset = image.offset;
+    kernel.size = image.size;
+    kernel.uncompressed_size = image.uncompressed_size;
+    if (image.compressed()) kernel.compression = image.compression;
+    kernel.location = image.location;
+    out.images.push_back(std::move(kernel));
   }
-  out["kernels"] = std::move(kernels);
+  return out;
 }
 
 }  // namespace ptb::detail

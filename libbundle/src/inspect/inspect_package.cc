@@ -1,5 +1,6 @@
-// The inspect object of an AOTInductor package (.pt2): entries, and per model
+// The inspect model of an AOTInductor package (.pt2): entries, and per model
 // its library, weights blob, kernel files and AOTI metadata.
+#include <algorithm>
 #include <cstring>
 
 #include "inspect/inspect_internal.h"
@@ -12,21 +13,21 @@ namespace {
 // reports the entry but neither hashes nor scans it.
 constexpr uint64_t kMaxEntryRead = uint64_t{4} << 30;
 
-// {"name", "size"} plus, when asked and affordable, "sha256" and "kernels".
-Result<InspectJson> entry_json(const Pt2Package& package, const std::string& name, bool scan,
-                               const InspectOptions& options) {
+// Its name and size plus, when asked and affordable, its digest and kernels.
+Result<InspectPackageFile> package_file(const Pt2Package& package, const std::string& name, bool scan,
+                                        const InspectOptions& options) {
   const Pt2Entry* entry = package.find_entry(name);
-  InspectJson out;
-  out["name"] = name;
-  out["size"] = entry ? entry->size : 0;
+  InspectPackageFile out;
+  out.name = name;
+  out.size = entry ? entry->size : 0;
   if (!entry || (!options.sha256 && !scan)) return out;
   if (entry->size > kMaxEntryRead) {
-    out["skipped"] = "larger than 4 GiB: not hashed or scanned";
+    out.skipped = "larger than 4 GiB: not hashed or scanned";
     return out;
   }
   // Streamed: memory stays flat whatever the entry inflates to.
   if (options.sha256) {
-    PTB_TRY(out["sha256"], package.sha256_entry(name, entry->size));
+    PTB_TRY(out.sha256, package.sha256_entry(name, entry->size));
   }
   if (scan) {
     // The scanner needs random access: the entry is inflated into an unnamed
@@ -35,61 +36,68 @@ Result<InspectJson> entry_json(const Pt2Package& package, const std::string& nam
     PTB_TRY(auto prefix, package.read_entry_prefix(name, 4));
     const bool library = name.ends_with(".so");
     if (library && (prefix.size() < 4 || std::memcmp(prefix.data(), "\x7f" "ELF", 4) != 0)) {
-      add_kernels(out, Bytes(prefix.data(), prefix.size()), package.path() + ": " + name);
+      out.kernels = inspect_kernels(Bytes(prefix.data(), prefix.size()), package.path() + ": " + name);
     } else {
       PTB_TRY(MappedFile inflated, package.extract_entry_mapped(name, entry->size));
-      add_kernels(out, inflated.bytes(), package.path() + ": " + name);
+      out.kernels = inspect_kernels(inflated.bytes(), package.path() + ": " + name);
     }
   }
   return out;
 }
 
-Result<InspectJson> model_json(const Pt2Package& package, const Pt2Model& model, const InspectOptions& options) {
-  InspectJson out;
-  out["name"] = model.name;
-  out["directory"] = model.directory;
-  PTB_TRY(out["wrapper_library"], entry_json(package, model.wrapper_library, true, options));
+// Each key once, where it first appears, with the last value it is given.
+InspectMetadata metadata_of(const Pt2Model& model) {
+  InspectMetadata out;
+  for (const auto& [key, value] : model.metadata) {
+    auto known = std::find_if(out.entries.begin(), out.entries.end(), [&](const auto& e) { return e.first == key; });
+    if (known != out.entries.end()) {
+      known->second = value;
+    } else {
+      out.entries.emplace_back(key, value);
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> metadata_value(const Pt2Model& model, std::string_view key) {
+  const std::string* value = model.metadata_value(key);
+  return value ? std::optional<std::string>(*value) : std::nullopt;
+}
+
+Result<InspectPackageModel> model_of(const Pt2Package& package, const Pt2Model& model, const InspectOptions& options) {
+  InspectPackageModel out;
+  out.name = model.name;
+  out.directory = model.directory;
+  PTB_TRY(out.wrapper_library, package_file(package, model.wrapper_library, true, options));
   if (model.weights_blob) {
-    PTB_TRY(out["weights_blob"], entry_json(package, *model.weights_blob, false, options));
-  } else {
-    out["weights_blob"] = nullptr;
+    PTB_TRY(out.weights_blob, package_file(package, *model.weights_blob, false, options));
   }
-  out["weights_in_library"] = model.weights_in_library();
-  out["kernel_files"] = InspectJson::array();
   for (const auto& name : model.kernel_binaries) {
-    PTB_TRY(auto kernel, entry_json(package, name, true, options));
-    out["kernel_files"].push_back(std::move(kernel));
+    PTB_TRY(auto kernel, package_file(package, name, true, options));
+    out.kernel_files.push_back(std::move(kernel));
   }
-  out["metadata"] = InspectJson::object();
-  for (const auto& [key, value] : model.metadata) out["metadata"][key] = value;
-  const std::string* capability = model.metadata_value("AOTI_COMPUTE_CAPABILITY");
-  out["compute_capability"] = capability ? InspectJson(*capability) : InspectJson(nullptr);
-  const std::string* device = model.metadata_value("AOTI_DEVICE_KEY");
-  out["device"] = device ? InspectJson(*device) : InspectJson(nullptr);
+  out.metadata = metadata_of(model);
+  out.compute_capability = metadata_value(model, "AOTI_COMPUTE_CAPABILITY");
+  out.device = metadata_value(model, "AOTI_DEVICE_KEY");
   return out;
 }
 
 }  // namespace
 
-Result<InspectJson> inspect_package(const std::string& path, const InspectOptions& options) {
+Result<InspectPackage> inspect_package(const std::string& path, const InspectOptions& options) {
   PTB_TRY(auto package, Pt2Package::open(path));
-  InspectJson out;
-  out["root"] = package.root();
-  out["archive_format"] = package.archive_format();
-  out["archive_version"] = package.archive_version();
-  out["entries"] = InspectJson::array();
+  InspectPackage out;
+  out.root = package.root();
+  out.archive_format = package.archive_format();
+  out.archive_version = package.archive_version();
   for (const auto& entry : package.entries()) {
-    out["entries"].push_back({{"name", entry.name},
-                              {"size", entry.size},
-                              {"compressed_size", entry.compressed_size},
-                              {"compression_method", entry.compression_method}});
+    out.entries.push_back({entry.name, entry.size, entry.compressed_size, entry.compression_method});
   }
-  out["models"] = InspectJson::array();
   for (const auto& model : package.models()) {
-    PTB_TRY(auto m, model_json(package, model, options));
-    out["models"].push_back(std::move(m));
+    PTB_TRY(auto m, model_of(package, model, options));
+    out.models.push_back(std::move(m));
   }
-  out["external_weight_entries"] = package.external_weight_entries();
+  out.external_weight_entries = package.external_weight_entries();
   return out;
 }
 

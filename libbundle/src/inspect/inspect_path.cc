@@ -33,28 +33,22 @@ namespace detail {
 
 // A signature file: who signed (the key's fingerprint) and the statement it
 // signs, shown as read; inspect does not verify it (verify --key does).
-Result<InspectJson> inspect_signature(const std::string& path) {
+Result<InspectSignature> inspect_signature(const std::string& path) {
   PTB_TRY(SignatureFile signature, read_signature_file(path));
-  InspectJson out;
-  out["media_type"] = kSigstoreBundleMediaType;
-  out["key_fingerprint"] = signature.key_hint ? InspectJson(*signature.key_hint) : InspectJson(nullptr);
-  out["payload_type"] = kInTotoPayloadType;
-  out["statement"] = signature.statement_json.is_discarded() ? InspectJson(nullptr) : signature.statement_json;
-  out["statement_error"] = signature.statement_error.empty() ? InspectJson(nullptr) : InspectJson(signature.statement_error);
-  out["verified"] = false;
+  InspectSignature out;
+  out.key_fingerprint = signature.key_hint;
+  if (!signature.statement_json.is_discarded()) out.statement = std::move(signature.statement_json);
+  if (!signature.statement_error.empty()) out.statement_error = std::move(signature.statement_error);
   return out;
 }
 
-Result<InspectJson> inspect_bundle_folder(const std::string& path, const InspectOptions& options) {
+Result<InspectBundle> inspect_bundle_folder(const std::string& path, const InspectOptions& options) {
   PTB_TRY(auto dir, BundleDir::open(path));
   PTB_TRY(auto manifest, read_manifest(dir));
-  InspectJson out;
-  out["manifest"] = manifest_to_json(manifest);
-  out["parts"] = InspectJson::array();
+  InspectBundle out;
   for (const auto& part : manifest.parts) {
-    InspectJson p;
-    p["name"] = part.name;
-    p["files"] = InspectJson::array();
+    InspectPart p;
+    p.name = part.name;
     for (const auto& file : part.files) {
       // Paths in a manifest that read_manifest accepted are the ones derived
       // from the part name, so they stay inside the folder; each is a
@@ -62,28 +56,21 @@ Result<InspectJson> inspect_bundle_folder(const std::string& path, const Inspect
       PTB_TRY(int fd, dir.open_fd(file.path));
       ::close(fd);
       PTB_TRY(auto inner, inspect_path(dir.display(file.path), options));
-      InspectJson f;
-      f["role"] = file_role_name(file.role);
-      f["path"] = file.path;
-      if (file.target) f["target"] = *file.target;
-      f["manifest_size"] = file.size;
-      f["manifest_sha256"] = file.sha256;
-      f["size_matches"] = inner.contains("size") && inner["size"] == file.size;
-      if (options.sha256 && inner.contains("sha256")) f["sha256_matches"] = inner["sha256"] == file.sha256;
-      f["file"] = std::move(inner);
-      p["files"].push_back(std::move(f));
+      InspectPartFile f{file_role_name(file.role), file.path, file.target, file.size, file.sha256, false, {}, {}};
+      f.size_matches = inner.size == file.size;
+      if (options.sha256 && inner.sha256) f.sha256_matches = *inner.sha256 == file.sha256;
+      f.file = std::move(inner);
+      p.files.push_back(std::move(f));
     }
-    out["parts"].push_back(std::move(p));
+    out.parts.push_back(std::move(p));
   }
+  out.manifest = std::move(manifest);
   const std::vector<std::string> signatures = find_signature_files(path);
-  if (signatures.empty()) {
-    out["signature"] = nullptr;
-  } else {
+  if (!signatures.empty()) {
     const bool has_default = std::find(signatures.begin(), signatures.end(), kDefaultSignatureName) != signatures.end();
     const std::string name = has_default ? std::string(kDefaultSignatureName) : signatures.front();
-    PTB_TRY(auto signature, inspect_signature((fs::path(path) / name).string()));
-    signature["file"] = name;
-    out["signature"] = std::move(signature);
+    PTB_TRY(out.signature, inspect_signature((fs::path(path) / name).string()));
+    out.signature->file = name;
   }
   return out;
 }
@@ -119,42 +106,37 @@ Result<std::string> detect_file_kind(const MappedFile& file) {
                  "'; expected 'ET12', 'FT01', 'BP08' or a zip archive");
 }
 
-Result<InspectJson> inspect_path(const std::string& path, const InspectOptions& options) {
-  InspectJson out;
-  out["path"] = path;
+Result<InspectedFile> inspect_path(const std::string& path, const InspectOptions& options) {
+  InspectedFile out;
+  out.path = path;
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    PTB_TRY(std::string kind, detect_inspect_kind(path));
-    out["kind"] = kind;
-    PTB_TRY(auto folder, detail::inspect_bundle_folder(path, options));
-    out.update(folder);
+    PTB_TRY(out.kind, detect_inspect_kind(path));
+    PTB_TRY(out.body, detail::inspect_bundle_folder(path, options));
     return out;
   }
   // One mapping per file: the bytes that tell its kind are the ones its reader parses.
   PTB_TRY(MappedFile mapped, MappedFile::open(path));
-  PTB_TRY(std::string kind, detect_file_kind(mapped));
-  out["kind"] = kind;
-  out["size"] = mapped.size();
-  if (options.sha256) out["sha256"] = sha256_mapped_range(mapped, 0, mapped.size());
-  InspectJson body;
-  if (kind == "signature") {
-    PTB_TRY(body, detail::inspect_signature(path));
-  } else if (kind == "pt2") {
+  PTB_TRY(out.kind, detect_file_kind(mapped));
+  out.size = mapped.size();
+  if (options.sha256) out.sha256 = sha256_mapped_range(mapped, 0, mapped.size());
+  if (out.kind == "signature") {
+    PTB_TRY(out.body, detail::inspect_signature(path));
+  } else if (out.kind == "pt2") {
     // libzip reads the archive through its own handle; the mapping served the kind, size and digest.
-    PTB_TRY(body, detail::inspect_package(path, options));
-  } else if (kind == "pte") {
+    PTB_TRY(out.body, detail::inspect_package(path, options));
+  } else if (out.kind == "pte") {
     auto owner = std::make_shared<const MappedFile>(std::move(mapped));
     Bytes bytes = owner->bytes();
     PTB_TRY(PteFile pte, PteFile::parse(std::move(owner), bytes, path));
-    body = detail::inspect_program(ProgramWithData(std::make_shared<const PteFile>(std::move(pte)), nullptr), options);
-  } else if (kind == "ptd") {
+    out.body = detail::inspect_program(ProgramWithData(std::make_shared<const PteFile>(std::move(pte)), nullptr), options);
+  } else if (out.kind == "ptd") {
     PTB_TRY(PtdFile ptd, PtdFile::parse(std::move(mapped)));
-    body = detail::inspect_data(ptd, options);
+    out.body = detail::inspect_data(ptd, options);
   } else {
     PTB_TRY(BpteFile bpte, BpteFile::parse(std::move(mapped)));
-    body = detail::inspect_bundled(bpte, options);
+    out.body = detail::inspect_bundled(bpte, options);
   }
-  out.update(body);
   return out;
 }
 

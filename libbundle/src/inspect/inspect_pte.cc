@@ -1,4 +1,4 @@
-// The inspect object of a program: header, methods with their delegates and
+// The inspect model of a program: header, methods with their delegates and
 // decoded CUDA payloads, segments with what uses them, named data.
 #include "inspect/inspect_internal.h"
 #include "ptbundle/base/sha256.h"
@@ -10,105 +10,94 @@
 namespace ptb::detail {
 namespace {
 
-InspectJson value_json(const ValueSpec& value) {
-  InspectJson out;
-  out["kind"] = value.kind;
+std::string hex(Bytes bytes) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (uint8_t b : bytes) {
+    out.push_back(kDigits[b >> 4]);
+    out.push_back(kDigits[b & 15]);
+  }
+  return out;
+}
+
+InspectValue value_of(const ValueSpec& value) {
+  InspectValue out;
+  out.kind = value.kind;
   if (value.tensor) {
-    out["dtype"] = scalar_type_name(value.tensor->scalar_type);
-    out["shape"] = value.tensor->sizes;
-    out["dim_order"] = value.tensor->dim_order;
-    out["dynamism"] = value.tensor->dynamism;
+    out.tensor = InspectTensorSpec{scalar_type_name(value.tensor->scalar_type), value.tensor->sizes,
+                                   value.tensor->dim_order, value.tensor->dynamism};
   }
   return out;
 }
 
-InspectJson values_json(const std::vector<ValueSpec>& values) {
-  InspectJson out = InspectJson::array();
-  for (const auto& value : values) out.push_back(value_json(value));
+std::vector<InspectValue> values_of(const std::vector<ValueSpec>& values) {
+  std::vector<InspectValue> out;
+  for (const auto& value : values) out.push_back(value_of(value));
   return out;
 }
 
-InspectJson compile_spec_json(const CompileSpecEntry& spec) {
-  InspectJson out;
-  out["key"] = spec.key;
-  if (spec.is_text()) {
-    out["value"] = std::string(spec.value.begin(), spec.value.end());
-    out["encoding"] = "text";
-  } else {
-    out["value"] = hex(Bytes(spec.value.data(), spec.value.size()));
-    out["encoding"] = "hex";
-  }
-  return out;
+InspectCompileSpec compile_spec_of(const CompileSpecEntry& spec) {
+  if (spec.is_text()) return {spec.key, std::string(spec.value.begin(), spec.value.end()), false};
+  return {spec.key, hex(Bytes(spec.value.data(), spec.value.size())), true};
 }
 
 // A blob the payload names by key: where it is, if the program holds it.
-void blob_json(InspectJson& out, const std::string& prefix, const PteFile& pte, const std::string& key) {
-  out[prefix + "_key"] = key;
+InspectBlob blob_of(const PteFile& pte, const std::string& key) {
+  InspectBlob out;
+  out.key = key;
   const PteNamedData* entry = pte.find_named_data(key);
-  out[prefix + "_in_program"] = entry != nullptr;
-  out[prefix + "_size"] = entry ? InspectJson(entry->size) : InspectJson(nullptr);
+  out.in_program = entry != nullptr;
+  if (entry) out.size = entry->size;
+  return out;
 }
 
-void kernels_json(InspectJson& out, const PteFile& pte, const std::string& key) {
+std::optional<InspectKernels> kernels_of(const PteFile& pte, const std::string& key) {
   const PteNamedData* entry = pte.find_named_data(key);
-  if (!entry) return;
-  add_kernels(out, pte.named_data_bytes(*entry), pte.name() + ": named data '" + detail::show_text(key) + "'");
+  if (!entry) return std::nullopt;
+  return inspect_kernels(pte.named_data_bytes(*entry), pte.name() + ": named data '" + detail::show_text(key) + "'");
 }
 
-InspectJson cuda_payload_json(const PteFile& pte, const CudaPayload& payload) {
-  InspectJson out;
-  out["form"] = cuda_payload_form_name(payload.form);
-  if (payload.form != CudaPayloadForm::MultiVariant) {
-    blob_json(out, "library", pte, payload.so_key);
-    kernels_json(out, pte, payload.so_key);
-    blob_json(out, "weights", pte, payload.weights_key);
+InspectCudaPayload cuda_payload_of(const PteFile& pte, const CudaPayload& payload) {
+  InspectCudaPayload out;
+  out.form = cuda_payload_form_name(payload.form);
+  out.multi_variant = payload.form == CudaPayloadForm::MultiVariant;
+  if (!out.multi_variant) {
+    out.library = blob_of(pte, payload.so_key);
+    out.kernels = kernels_of(pte, payload.so_key);
+    out.weights_blob = blob_of(pte, payload.weights_key);
     return out;
   }
-  out["variants"] = InspectJson::array();
   for (const auto& variant : payload.variants) {
-    InspectJson v;
-    v["target_sm"] = variant.target_sm;
-    v["ptx_compute"] = variant.ptx_compute;
-    v["fallback_only"] = variant.fallback_only;
-    blob_json(v, "library", pte, variant.so_key);
-    kernels_json(v, pte, variant.so_key);
-    out["variants"].push_back(std::move(v));
+    out.variants.push_back({variant.target_sm, variant.ptx_compute, variant.fallback_only, blob_of(pte, variant.so_key),
+                            kernels_of(pte, variant.so_key)});
   }
-  out["weights"] = InspectJson::array();
   for (const auto& weight : payload.weights) {
-    InspectJson w;
-    w["fqn"] = weight.fqn;
-    w["storage_key"] = weight.storage_key;
-    w["storage_nbytes"] = weight.storage_nbytes;
-    w["dtype"] = scalar_type_name(static_cast<int8_t>(weight.dtype));
-    w["device_type"] = weight.device_type;
-    w["storage_offset"] = weight.storage_offset;
-    w["sizes"] = weight.sizes;
-    w["strides"] = weight.strides;
-    out["weights"].push_back(std::move(w));
+    out.weights.push_back({weight.fqn, weight.storage_key, weight.storage_nbytes,
+                           scalar_type_name(static_cast<int8_t>(weight.dtype)), weight.device_type,
+                           weight.storage_offset, weight.sizes, weight.strides});
   }
   return out;
 }
 
-InspectJson delegate_json(const ProgramWithData& program, const MethodInfo& method, size_t plan, size_t index,
-                          const InspectOptions& options) {
+InspectDelegate delegate_of(const ProgramWithData& program, const MethodInfo& method, size_t plan, size_t index,
+                            const InspectOptions& options) {
   const PteFile& pte = program.pte();
   const DelegateInfo& delegate = method.delegates[index];
-  InspectJson out;
-  out["index"] = index;
-  out["id"] = delegate.id;
-  out["location"] = delegate.location;
-  out["data_index"] = delegate.index;
-  out["payload_size"] = delegate.payload_size;
-  if (options.sha256) out["payload_sha256"] = to_hex(sha256(pte.delegate_payload(plan, index)));
-  out["compile_specs"] = InspectJson::array();
-  for (const auto& spec : delegate.compile_specs) out["compile_specs"].push_back(compile_spec_json(spec));
+  InspectDelegate out;
+  out.index = index;
+  out.id = delegate.id;
+  out.location = delegate.location;
+  out.data_index = delegate.index;
+  out.payload_size = delegate.payload_size;
+  if (options.sha256) out.payload_sha256 = to_hex(sha256(pte.delegate_payload(plan, index)));
+  for (const auto& spec : delegate.compile_specs) out.compile_specs.push_back(compile_spec_of(spec));
   for (const CudaDelegate* cuda : program.cuda_delegates_of(plan)) {
     if (cuda->index != index) continue;
     if (cuda->payload) {
-      out["cuda"] = cuda_payload_json(pte, *cuda->payload);
+      out.cuda = cuda_payload_of(pte, *cuda->payload);
     } else {
-      out["cuda_error"] = cuda->error->message;
+      out.cuda_error = cuda->error->message;
     }
   }
   return out;
@@ -138,101 +127,57 @@ std::vector<std::vector<std::string>> segment_users(const PteFile& pte, const st
   return users;
 }
 
-InspectJson constants_json(const fb::Program& program) {
-  InspectJson out;
+InspectConstants constants_of(const fb::Program& program) {
   const auto* segment = program.constant_segment();
+  // Entry 0 is the placeholder for "no constant data".
   if (segment && segment->offsets() && segment->offsets()->size() > 0) {
-    out["storage"] = "segment";
-    out["segment_index"] = segment->segment_index();
-    // Entry 0 is the placeholder for "no constant data".
-    out["count"] = segment->offsets()->size() - 1;
-  } else if (program.constant_buffer() && program.constant_buffer()->size() > 0) {
-    out["storage"] = "constant_buffer";
-    out["segment_index"] = nullptr;
-    out["count"] = program.constant_buffer()->size() - 1;
-  } else {
-    out["storage"] = "none";
-    out["segment_index"] = nullptr;
-    out["count"] = 0;
+    return {"segment", segment->segment_index(), segment->offsets()->size() - 1};
   }
-  return out;
+  if (program.constant_buffer() && program.constant_buffer()->size() > 0) {
+    return {"constant_buffer", std::nullopt, program.constant_buffer()->size() - 1};
+  }
+  return {"none", std::nullopt, 0};
 }
 
 }  // namespace
 
-std::string hex(Bytes bytes) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (uint8_t b : bytes) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 15]);
-  }
-  return out;
-}
-
-InspectJson inspect_program(const ProgramWithData& program, const InspectOptions& options) {
+InspectProgram inspect_program(const ProgramWithData& program, const InspectOptions& options) {
   const PteFile& pte = program.pte();
-  InspectJson out;
-  out["file_identifier"] = "ET12";
+  InspectProgram out;
   if (const auto& header = pte.extended_header()) {
-    out["extended_header"] = {{"length", header->length},
-                              {"program_size", header->program_size},
-                              {"segment_base_offset", header->segment_base_offset},
-                              {"segment_data_size", header->segment_data_size}};
-  } else {
-    out["extended_header"] = nullptr;
+    out.extended_header =
+        InspectExtendedHeader{header->length, header->program_size, header->segment_base_offset, header->segment_data_size};
   }
-  out["program_version"] = pte.program().version();
+  out.program_version = pte.program().version();
   const std::vector<MethodInfo>& methods = program.methods();
-  out["methods"] = InspectJson::array();
   for (size_t p = 0; p < methods.size(); ++p) {
     const MethodInfo& method = methods[p];
-    InspectJson m;
-    m["name"] = method.name;
-    m["inputs"] = values_json(method.inputs);
-    m["outputs"] = values_json(method.outputs);
-    m["operators"] = method.operators;
-    m["num_values"] = method.num_values;
-    m["num_instructions"] = method.num_instructions;
-    m["non_const_buffer_sizes"] = method.non_const_buffer_sizes;
-    m["delegates"] = InspectJson::array();
-    for (size_t d = 0; d < method.delegates.size(); ++d) m["delegates"].push_back(delegate_json(program, method, p, d, options));
-    out["methods"].push_back(std::move(m));
+    InspectMethod m;
+    m.name = method.name;
+    m.inputs = values_of(method.inputs);
+    m.outputs = values_of(method.outputs);
+    m.operators = method.operators;
+    m.num_values = method.num_values;
+    m.num_instructions = method.num_instructions;
+    m.non_const_buffer_sizes = method.non_const_buffer_sizes;
+    for (size_t d = 0; d < method.delegates.size(); ++d) m.delegates.push_back(delegate_of(program, method, p, d, options));
+    out.methods.push_back(std::move(m));
   }
-  out["constants"] = constants_json(pte.program());
+  out.constants = constants_of(pte.program());
 
   auto users = segment_users(pte, methods);
-  // Named data are whole segments: each blob is hashed once.
-  std::vector<std::string> digests(pte.segments().size());
-  out["segments"] = InspectJson::array();
   for (size_t s = 0; s < pte.segments().size(); ++s) {
     const PteSegment& segment = pte.segments()[s];
     uint64_t file_offset = pte.base_offset() + segment.file_offset;
-    InspectJson j;
-    j["index"] = s;
-    j["offset"] = segment.offset;
-    j["size"] = segment.size;
-    j["file_offset"] = file_offset;
-    j["alignment"] = offset_alignment(file_offset);
-    j["used_by"] = users[s];
-    if (options.sha256) {
-      digests[s] = sha256_mapped_range(pte.file(), file_offset, segment.size);
-      j["sha256"] = digests[s];
-    }
-    out["segments"].push_back(std::move(j));
+    InspectSegment j{s, segment.offset, segment.size, file_offset, offset_alignment(file_offset), std::move(users[s]), {}};
+    if (options.sha256) j.sha256 = sha256_mapped_range(pte.file(), file_offset, segment.size);
+    out.segments.push_back(std::move(j));
   }
-  out["named_data"] = InspectJson::array();
+  // Named data are whole segments: each blob is hashed once, with its segment.
   for (const auto& entry : pte.named_data()) {
-    uint64_t file_offset = pte.base_offset() + pte.segments()[entry.segment_index].file_offset;
-    InspectJson j;
-    j["key"] = entry.key;
-    j["segment_index"] = entry.segment_index;
-    j["size"] = entry.size;
-    j["file_offset"] = file_offset;
-    j["alignment"] = offset_alignment(file_offset);
-    if (options.sha256) j["sha256"] = digests[entry.segment_index];
-    out["named_data"].push_back(std::move(j));
+    const InspectSegment& segment = out.segments[entry.segment_index];
+    out.named_data.push_back(
+        {entry.key, entry.segment_index, entry.size, segment.file_offset, segment.alignment, segment.sha256});
   }
   return out;
 }

@@ -152,6 +152,8 @@ inline constexpr size_t kMaxJsonDepth = 64;
 Result<Json> parse_json_bounded(std::string_view text, const std::string& name, size_t max_depth = kMaxJsonDepth);
 
 Json manifest_to_json(const Manifest& manifest);
+// nlohmann's hook: a Manifest converts to its bundle.json form wherever a Json is made from one.
+inline void to_json(Json& json, const Manifest& manifest) { json = manifest_to_json(manifest); }
 // `name` prefixes errors ("bundle/bundle.json").
 Result<Manifest> manifest_from_json(const Json& json, const std::string& name);
 // The top level without reading the parts (which must be an array): for

@@ -1,21 +1,20 @@
-// What `ptbundle inspect` reports about a file: one JSON object per input, in
-// the form documented by schemas/inspect.schema.json and man/ptbundle-inspect.1.
-// It is built here, not in the CLI, so that benchmarks and other commands can
-// call it; the CLI prints it as JSON or renders the same object as text.
+// What `ptbundle inspect` reports about a path: the typed model of
+// inspect_model.h, in the form documented by schemas/inspect.schema.json and
+// man/ptbundle-inspect.1. It is built here, not in the CLI, so that
+// benchmarks and other commands can call it; the CLI renders the same model
+// as text or as JSON.
 //
 // Blob bytes are only read for --sha256 (streamed through a small buffer)
 // and by the kernel scanner (libkernels) for the GPU code of each library.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "ptbundle/base/file.h"
 #include "ptbundle/base/result.h"
+#include "ptbundle/inspect/inspect_model.h"
 
 namespace ptb {
-
-using InspectJson = nlohmann::ordered_json;
 
 struct InspectOptions {
   bool sha256 = false;
@@ -29,9 +28,9 @@ Result<std::string> detect_inspect_kind(const std::string& path);
 // The same for a file already mapped, so that its reader can parse that mapping.
 Result<std::string> detect_file_kind(const MappedFile& file);
 
-// The object for one path: {"path", "kind", ...}. Errors are those of the
-// readers (the whole file is refused, as ptbundle refuses to load it).
-Result<InspectJson> inspect_path(const std::string& path, const InspectOptions& options = {});
+// What one path holds. Errors are those of the readers (the whole file is
+// refused, as ptbundle refuses to load it).
+Result<InspectedFile> inspect_path(const std::string& path, const InspectOptions& options = {});
 
 // The largest power of two that divides `file_offset`, at most 4096: the
 // alignment a loader can rely on when it maps the file.
