@@ -584,18 +584,24 @@ TEST_CASE("merge: the CLI prints the provenance table or JSON, and refuses with 
 
 namespace {
 
-// A bundle at `dir` with one part `name` exported from `source` by `export`.
-void export_bundle(const fs::path& dir, const std::string& name, const MergeSource& source) {
+// A bundle at `dir` with the parts (name, source) exported by `export`.
+void export_bundle(const fs::path& dir, const std::vector<std::pair<std::string, MergeSource>>& parts) {
   ExportOptions options;
   options.output_dir = dir.string();
-  PartRequest part;
-  part.name = name;
-  part.program = source.pte_path;
-  if (!source.ptd_path.empty()) part.data_file = source.ptd_path;
-  options.parts.push_back(part);
+  for (const auto& [name, source] : parts) {
+    PartRequest part;
+    part.name = name;
+    part.program = source.pte_path;
+    if (!source.ptd_path.empty()) part.data_file = source.ptd_path;
+    options.parts.push_back(part);
+  }
   options.tool_version = "test";
   auto exported = export_parts(options);
   REQUIRE_MESSAGE(exported.ok(), error_of(exported));
+}
+
+void export_bundle(const fs::path& dir, const std::string& name, const MergeSource& source) {
+  export_bundle(dir, {{name, source}});
 }
 
 BundleMergeRequest bundle_request(std::vector<fs::path> bundles, const fs::path& output) {
@@ -771,6 +777,33 @@ TEST_CASE("merge bundles: a part kept per GPU target verifies, inspects and pick
   auto refused = open_run_part((work / "ac").string(), options);
   REQUIRE_FALSE(refused.ok());
   CHECK_MESSAGE(has(refused.error().message, "programs for sm_90, sm_120"), refused.error().message);
+}
+
+TEST_CASE("merge bundles: a part without CUDA delegates is copied when the same in every bundle, refused when it differs") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir work;
+  auto portable = [](const char* name) { return MergeSource{fixture(std::string("executorch/") + name).string(), ""}; };
+  export_bundle(work / "a", {{"encoder", source_of("sm80")}, {"add", portable("add.pte")}});
+  export_bundle(work / "b", {{"encoder", source_of("sm90")}, {"add", portable("add.pte")}});
+  export_bundle(work / "c", {{"encoder", source_of("sm90")}, {"add", portable("softmax.pte")}});
+
+  auto merged = merge_bundles(bundle_request({work / "a", work / "b"}, work / "ab"));
+  REQUIRE_MESSAGE(merged.ok(), error_of(merged));
+  REQUIRE(merged->parts.size() == 2);
+  CHECK(merged->parts[0].layout == PartMergeLayout::MultiVariant);
+  CHECK(merged->parts[1].layout == PartMergeLayout::Identical);
+  CHECK(read_bytes(work / "ab" / "add.pte") == read_bytes(work / "a" / "add.pte"));
+  auto manifest = read_manifest((work / "ab").string());
+  REQUIRE_MESSAGE(manifest.ok(), error_of(manifest));
+  const ManifestFile* program = manifest->find_part("add")->find_file(FileRole::Program);
+  REQUIRE(program != nullptr);
+  CHECK(program->size == fs::file_size(work / "a" / "add.pte"));
+
+  auto refused = merge_bundles(bundle_request({work / "a", work / "c"}, work / "ac"));
+  REQUIRE_FALSE(refused.ok());
+  CHECK_MESSAGE(refused.error().message.find("add.pte differ in size") != std::string::npos, refused.error().message);
+  CHECK(refused.error().message.find("part 'add' has no CUDA delegate to merge") != std::string::npos);
+  CHECK(nothing_beside(work.path(), {"a", "b", "c", "ab"}));
 }
 
 TEST_CASE("merge bundles: other parts, an existing output or a lone bundle are refused") {

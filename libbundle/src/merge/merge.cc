@@ -37,7 +37,9 @@ bool same_path(const std::string& a, const std::string& b) {
   return std::filesystem::weakly_canonical(a, ec) == std::filesystem::weakly_canonical(b, ec);
 }
 
-Status check_request(const MergeRequest& request) {
+}  // namespace
+
+Status check_merge_request(const MergeRequest& request) {
   if (request.inputs.empty()) return usage_error("merge: no input; expected IN.pte[,IN.ptd] at least once");
   if (request.inputs.size() + (request.fallback ? 1 : 0) < 2) {
     return usage_error("merge: one input alone; expected at least two inputs, or one and --fallback");
@@ -60,6 +62,8 @@ Status check_request(const MergeRequest& request) {
   }
   return {};
 }
+
+namespace {
 
 std::string variant_set(const std::vector<CudaVariant>& variants) {
   std::string out;
@@ -121,10 +125,7 @@ Result<std::vector<LibrarySource>> distinct_libraries(const Export& reference,
 
 Result<MergeResult> merge_programs(const MergeRequest& request) {
   using namespace detail;
-  PTB_CHECK(check_request(request));
-  unsigned threads = comparison_threads(request.threads);
-
-  // Loaded in place: checks and outputs point into each export's mappings.
+  PTB_CHECK(check_merge_request(request));
   std::vector<Export> regular;
   regular.reserve(request.inputs.size());
   for (const MergeSource& source : request.inputs) {
@@ -136,7 +137,16 @@ Result<MergeResult> merge_programs(const MergeRequest& request) {
     PTB_TRY(Export loaded, load_export(*request.fallback, true));
     fallback = std::make_unique<Export>(std::move(loaded));
   }
+  LibraryScanCache scans(request.check_kernels);
+  return merge_exports(request, std::move(regular), std::move(fallback), scans);
+}
 
+namespace detail {
+
+Result<MergeResult> merge_exports(const MergeRequest& request, std::vector<Export> regular, std::unique_ptr<Export> fallback,
+                                  LibraryScanCache& scans) {
+  unsigned threads = comparison_threads(request.threads);
+  // Checks and outputs point into each export's mappings, which stay put.
   const Export& reference = regular.front();
   CompareStats stats;
   for (size_t i = 1; i <= regular.size(); ++i) {
@@ -145,7 +155,6 @@ Result<MergeResult> merge_programs(const MergeRequest& request) {
   }
 
   WeightCheck weights(reference);
-  LibraryScanCache scans(request.check_kernels);
   std::vector<DelegateVariants> per_delegate;
   for (size_t position = 0; position < reference.cuda.size(); ++position) {
     PTB_TRY(DelegateVariants chosen, select_variants(regular, fallback.get(), position, weights, scans));
@@ -195,4 +204,5 @@ Result<MergeResult> merge_programs(const MergeRequest& request) {
   return result;
 }
 
+}  // namespace detail
 }  // namespace ptb

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <tuple>
 
 #include "merge/merge_bundle_internal.h"
@@ -100,19 +101,8 @@ std::string in_bundle(const InputBundle& bundle, const std::string& relative) {
   return (fs::path(bundle.dir) / relative).string();
 }
 
-Result<bool> has_cuda_delegate(const std::string& pte_path) {
-  PTB_TRY(PteFile pte, PteFile::open(pte_path));
-  for (const MethodInfo& method : describe_methods(pte)) {
-    for (const DelegateInfo& delegate : method.delegates) {
-      if (delegate.id == kCudaBackendId) return true;
-    }
-  }
-  return false;
-}
-
 // Whether every library of the program holds PTX and no cubin.
-Result<bool> is_ptx_only(const PartProgram& program, LibraryScanCache& scans) {
-  PTB_TRY(Export e, load_export({program.pte, program.ptd}, false, false));
+Result<bool> is_ptx_only(const Export& e, LibraryScanCache& scans) {
   bool any_ptx = false;
   for (const CudaDelegate& delegate : e.cuda) {
     for (const CudaVariant& variant : delegate.payload->variants) {
@@ -127,14 +117,18 @@ Result<bool> is_ptx_only(const PartProgram& program, LibraryScanCache& scans) {
   return any_ptx;
 }
 
-Status copy_file(const std::string& from, const fs::path& to) {
+Status copy_mapped(const MappedFile& source, const fs::path& to) {
   std::error_code ec;
   fs::create_directories(to.parent_path(), ec);
   if (ec) return io_error(to.parent_path().string() + ": cannot create the folder: " + ec.message());
-  PTB_TRY(MappedFile source, MappedFile::open(from));
   PTB_TRY(AtomicOutput out, AtomicOutput::create(to.string()));
   PTB_CHECK(SegmentSource::file_range(source, 0, source.size()).write_to(out));
   return out.commit();
+}
+
+Status copy_file(const std::string& from, const fs::path& to) {
+  PTB_TRY(MappedFile source, MappedFile::open(from));
+  return copy_mapped(source, to);
 }
 
 Result<ManifestFile> file_entry(const fs::path& staging, const std::string& relative, FileRole role,
@@ -161,9 +155,78 @@ std::vector<PartProgram> programs_of(const InputBundle& bundle, const ManifestPa
   return out;
 }
 
+// One program of the part, opened once; every step below reads it from here.
+struct OpenedProgram {
+  PartProgram paths;
+  size_t bundle = 0;
+  // Its data file is attached (opened once per bundle) only for a CUDA
+  // part: a part without CUDA delegates is compared byte for byte instead.
+  std::shared_ptr<ProgramWithData> program;
+};
+
+Result<std::vector<OpenedProgram>> open_programs(const std::vector<InputBundle>& bundles, const std::string& name) {
+  std::vector<OpenedProgram> out;
+  for (size_t b = 0; b < bundles.size(); ++b) {
+    for (PartProgram& paths : programs_of(bundles[b], *bundles[b].manifest.find_part(name))) {
+      PTB_TRY(PteFile pte, PteFile::open(paths.pte));
+      auto program = std::make_shared<ProgramWithData>(std::make_shared<const PteFile>(std::move(pte)), nullptr);
+      out.push_back({std::move(paths), b, std::move(program)});
+    }
+  }
+  return out;
+}
+
+// The programs of a CUDA part with their data files, as merge inputs that
+// take every payload form; a data file the programs of a bundle share is
+// opened once.
+Result<std::vector<Export>> load_exports(std::vector<OpenedProgram>& programs) {
+  std::map<std::string, std::shared_ptr<const PtdFile>> data_files;
+  std::vector<Export> out;
+  out.reserve(programs.size());
+  for (OpenedProgram& opened : programs) {
+    if (!opened.paths.ptd.empty()) {
+      std::shared_ptr<const PtdFile>& ptd = data_files[opened.paths.ptd];
+      if (!ptd) {
+        PTB_TRY(PtdFile file, PtdFile::open(opened.paths.ptd));
+        ptd = std::make_shared<const PtdFile>(std::move(file));
+      }
+      opened.program->set_data(ptd);
+    }
+    PTB_TRY(Export e, export_of({opened.paths.pte, opened.paths.ptd}, opened.program, false, false));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// The first program of each bundle (what the manifest lists first), mapped
+// when it was opened.
+const MappedFile* first_program_of(const std::vector<OpenedProgram>& programs, size_t bundle) {
+  for (const OpenedProgram& opened : programs) {
+    if (opened.bundle == bundle) return &opened.program->pte().file();
+  }
+  return nullptr;
+}
+
 // Parts without a CUDA delegate are not merged: they must be the same files.
-Status check_identical_files(const std::vector<InputBundle>& bundles, const std::string& name, unsigned threads) {
+// Each data file is mapped once, when first compared; the first bundle's
+// mappings are what the part is copied from.
+struct IdenticalFiles {
+  const MappedFile* program = nullptr;
+  std::optional<MappedFile> data;
+};
+
+Status check_identical_files(const std::vector<InputBundle>& bundles, const std::string& name,
+                             const std::vector<OpenedProgram>& programs, unsigned threads, IdenticalFiles& first_files) {
   const ManifestPart& first = *bundles.front().manifest.find_part(name);
+  std::vector<std::optional<MappedFile>> data(bundles.size());
+  auto mapped = [&](size_t b, FileRole role, const ManifestFile& file) -> Result<const MappedFile*> {
+    if (role == FileRole::Program) return first_program_of(programs, b);
+    if (!data[b]) {
+      PTB_TRY(MappedFile opened, MappedFile::open(in_bundle(bundles[b], file.path)));
+      data[b] = std::move(opened);
+    }
+    return &*data[b];
+  };
   for (size_t b = 1; b < bundles.size(); ++b) {
     const ManifestPart& other = *bundles[b].manifest.find_part(name);
     for (FileRole role : {FileRole::Program, FileRole::Data}) {
@@ -175,19 +238,21 @@ Status check_identical_files(const std::vector<InputBundle>& bundles, const std:
         if (mine || theirs) return invalid(pair + ": only one of the bundles has a " + file_role_name(role) + " file for part '" + name + "'");
         continue;
       }
-      PTB_TRY(MappedFile a, MappedFile::open(in_bundle(bundles.front(), mine->path)));
-      PTB_TRY(MappedFile c, MappedFile::open(in_bundle(bundles[b], theirs->path)));
-      if (a.size() != c.size()) {
-        return invalid(pair + " differ in size (" + std::to_string(a.size()) + " vs " + std::to_string(c.size()) +
+      PTB_TRY(const MappedFile* a, mapped(0, role, *mine));
+      PTB_TRY(const MappedFile* c, mapped(b, role, *theirs));
+      if (a->size() != c->size()) {
+        return invalid(pair + " differ in size (" + std::to_string(a->size()) + " vs " + std::to_string(c->size()) +
                        " bytes); expected the same files, as part '" + name + "' has no CUDA delegate to merge");
       }
       CompareStats stats;
-      if (auto mismatch = compare_groups({{Blob{a.bytes(), &a}, {Blob{c.bytes(), &c}}}}, threads, stats)) {
+      if (auto mismatch = compare_groups({{Blob{a->bytes(), a}, {Blob{c->bytes(), c}}}}, threads, stats)) {
         return invalid(pair + " differ at byte " + std::to_string(mismatch->offset) + "; expected the same files, as part '" +
                        name + "' has no CUDA delegate to merge");
       }
     }
   }
+  first_files.program = first_program_of(programs, 0);
+  first_files.data = std::move(data[0]);
   return {};
 }
 
@@ -232,50 +297,86 @@ struct PartJob {
   LibraryScanCache& scans;
 };
 
+// The part as one multi-variant program, merged by merge_programs' rules: a
+// bundle made from a PTX-only export is the fallback (a bundle has no
+// --fallback to say so, and its kernels do).
+Result<MergeResult> merge_multi_variant(const PartJob& job, const std::vector<Export>& exports, bool has_data) {
+  MergeRequest request;
+  std::vector<size_t> regular_of;  // exports' index of each request.inputs
+  std::optional<size_t> fallback_of;
+  for (size_t i = 0; i < exports.size(); ++i) {
+    PTB_TRY(bool ptx_only, is_ptx_only(exports[i], job.scans));
+    if (!ptx_only) {
+      request.inputs.push_back(exports[i].source);
+      regular_of.push_back(i);
+    } else if (request.fallback) {
+      return invalid(request.fallback->pte_path + " and " + exports[i].name() + " both hold only PTX for part '" + job.name +
+                     "'; expected at most one PTX fallback");
+    } else {
+      request.fallback = exports[i].source;
+      fallback_of = i;
+    }
+  }
+  if (request.inputs.empty()) {
+    return invalid("part '" + job.name + "': every bundle holds only PTX; expected at least one with cubins");
+  }
+  request.output_pte = (job.staging / part_file_path(job.name, FileRole::Program)).string();
+  if (has_data) request.output_ptd = (job.staging / part_file_path(job.name, FileRole::Data)).string();
+  request.threads = job.request.threads;
+  PTB_CHECK(check_merge_request(request));
+  // The programs as opened, now held to the multi-variant form's rules.
+  std::vector<Export> regular;
+  regular.reserve(regular_of.size());
+  for (size_t i : regular_of) {
+    PTB_TRY(Export e, export_of(exports[i].source, exports[i].program, false));
+    regular.push_back(std::move(e));
+  }
+  std::unique_ptr<Export> fallback;
+  if (fallback_of) {
+    PTB_TRY(Export e, export_of(exports[*fallback_of].source, exports[*fallback_of].program, true));
+    fallback = std::make_unique<Export>(std::move(e));
+  }
+  return merge_exports(request, std::move(regular), std::move(fallback), job.scans);
+}
+
 // Writes the part into the staging folder; returns how, and its program files.
 Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJob& job) {
   MergedPart merged;
   merged.name = job.name;
-  const InputBundle& first_bundle = job.bundles.front();
-  const ManifestPart& first = *first_bundle.manifest.find_part(job.name);
-  std::vector<std::vector<PartProgram>> programs;
+  const ManifestPart& first = *job.bundles.front().manifest.find_part(job.name);
+  PTB_TRY(std::vector<OpenedProgram> programs, open_programs(job.bundles, job.name));
   bool any_cuda = false;
   bool any_targeted = false;
-  for (const InputBundle& bundle : job.bundles) {
-    programs.push_back(programs_of(bundle, *bundle.manifest.find_part(job.name)));
-    for (const PartProgram& program : programs.back()) {
-      PTB_TRY(bool cuda, has_cuda_delegate(program.pte));
-      any_cuda = any_cuda || cuda;
-      any_targeted = any_targeted || !program.target.empty();
-    }
+  for (const OpenedProgram& opened : programs) {
+    any_cuda = any_cuda || opened.program->has_cuda();
+    any_targeted = any_targeted || !opened.paths.target.empty();
   }
   std::string data_path = part_file_path(job.name, FileRole::Data);
   const ManifestFile* data = first.find_file(FileRole::Data);
   std::vector<ManifestFile> files;
 
   if (!any_cuda) {
-    PTB_CHECK(check_identical_files(job.bundles, job.name, job.request.threads));
+    IdenticalFiles copied;
+    PTB_CHECK(check_identical_files(job.bundles, job.name, programs, job.request.threads, copied));
     merged.layout = PartMergeLayout::Identical;
     std::string program_path = part_file_path(job.name, FileRole::Program);
-    PTB_CHECK(copy_file(in_bundle(first_bundle, first.find_file(FileRole::Program)->path), job.staging / program_path));
+    PTB_CHECK(copy_mapped(*copied.program, job.staging / program_path));
     PTB_TRY(ManifestFile program, file_entry(job.staging, program_path, FileRole::Program));
     files.push_back(program);
-    if (data) PTB_CHECK(copy_file(in_bundle(first_bundle, data->path), job.staging / data_path));
+    if (data && copied.data) PTB_CHECK(copy_mapped(*copied.data, job.staging / data_path));
     return std::make_pair(merged, files);
   }
 
-  std::vector<PartProgram> all;
-  for (const auto& list : programs) all.insert(all.end(), list.begin(), list.end());
+  PTB_TRY(std::vector<Export> exports, load_exports(programs));
   bool multi_variant = !any_targeted;
   if (multi_variant) {
-    for (const PartProgram& program : all) {
-      PTB_TRY(Export probe, load_export({program.pte, program.ptd}, false, false));
-      bool this_multi = std::all_of(probe.cuda.begin(), probe.cuda.end(), [](const CudaDelegate& d) {
+    for (const Export& e : exports) {
+      bool this_multi = std::all_of(e.cuda.begin(), e.cuda.end(), [](const CudaDelegate& d) {
         return d.payload->form == CudaPayloadForm::MultiVariant;
       });
-      if (program.pte == all.front().pte) multi_variant = this_multi;
+      if (e.name() == exports.front().name()) multi_variant = this_multi;
       else if (this_multi != multi_variant) {
-        return invalid(all.front().pte + " and " + program.pte + " keep part '" + job.name +
+        return invalid(exports.front().name() + " and " + e.name() + " keep part '" + job.name +
                        "' in different CUDA layouts (multi-variant and single-blob); expected one layout across the bundles");
       }
     }
@@ -283,36 +384,17 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
 
   if (multi_variant) {
     merged.layout = PartMergeLayout::MultiVariant;
-    MergeRequest request;
-    // A bundle made from a PTX-only export is the fallback: a bundle has no
-    // --fallback to say so, and its kernels do.
-    for (const PartProgram& program : all) {
-      PTB_TRY(bool ptx_only, is_ptx_only(program, job.scans));
-      if (!ptx_only) {
-        request.inputs.push_back({program.pte, program.ptd});
-      } else if (request.fallback) {
-        return invalid(request.fallback->pte_path + " and " + program.pte + " both hold only PTX for part '" + job.name +
-                       "'; expected at most one PTX fallback");
-      } else {
-        request.fallback = MergeSource{program.pte, program.ptd};
-      }
-    }
-    if (request.inputs.empty()) {
-      return invalid("part '" + job.name + "': every bundle holds only PTX; expected at least one with cubins");
-    }
-    std::string program_path = part_file_path(job.name, FileRole::Program);
-    request.output_pte = (job.staging / program_path).string();
-    if (data) request.output_ptd = (job.staging / data_path).string();
-    request.threads = job.request.threads;
-    PTB_TRY(MergeResult result, merge_programs(request));
+    PTB_TRY(MergeResult result, merge_multi_variant(job, exports, data != nullptr));
     merged.provenance = std::move(result.provenance);
-    PTB_TRY(ManifestFile program, file_entry(job.staging, program_path, FileRole::Program));
+    PTB_TRY(ManifestFile program, file_entry(job.staging, part_file_path(job.name, FileRole::Program), FileRole::Program));
     files.push_back(program);
     return std::make_pair(merged, files);
   }
 
   merged.layout = PartMergeLayout::PerTarget;
-  PTB_TRY(PerTargetPlan plan, plan_per_target(all, job.scans, job.request.threads));
+  std::vector<PartProgram> all;
+  for (const OpenedProgram& opened : programs) all.push_back(opened.paths);
+  PTB_TRY(PerTargetPlan plan, plan_per_target(all, std::move(exports), job.scans, job.request.threads));
   std::vector<size_t> order(all.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -320,7 +402,7 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
   });
   for (size_t i : order) {
     std::string program_path = part_target_program_path(job.name, plan.targets[i].name);
-    PTB_CHECK(copy_file(all[i].pte, job.staging / program_path));
+    PTB_CHECK(copy_mapped(plan.exports[i].pte().file(), job.staging / program_path));
     PTB_TRY(ManifestFile program, file_entry(job.staging, program_path, FileRole::Program, plan.targets[i].name));
     files.push_back(program);
   }
@@ -329,7 +411,8 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
       if (origin.source_pte == plan.exports[i].name()) merged.provenance.push_back(origin);
     }
   }
-  if (data) PTB_CHECK(copy_file(all.front().ptd, job.staging / data_path));
+  const PtdFile* shared_data = plan.exports.front().ptd();
+  if (data && shared_data) PTB_CHECK(copy_mapped(shared_data->file(), job.staging / data_path));
   return std::make_pair(merged, files);
 }
 

@@ -31,7 +31,8 @@ struct PerTargetPlan {
   std::vector<GpuTarget> targets;  // parallel to exports
   std::vector<VariantOrigin> provenance;
 };
-Result<PerTargetPlan> plan_per_target(const std::vector<PartProgram>& programs, LibraryScanCache& scans,
-                                      unsigned threads);
+// `exports` are `programs` as loaded (load_export with every payload form taken).
+Result<PerTargetPlan> plan_per_target(const std::vector<PartProgram>& programs, std::vector<Export> exports,
+                                      LibraryScanCache& scans, unsigned threads);
 
 }  // namespace ptb::detail

@@ -51,6 +51,11 @@ struct Export {
 // `multi_variant_only`: refuse CUDA payloads in the older forms, which record
 // no target (file-level merge); bundle-level merge takes them.
 Result<Export> load_export(const MergeSource& source, bool fallback_option, bool multi_variant_only = true);
+// The same for a program already opened with its data file (bundle-level
+// merge opens each program once and looks at it several ways).
+Result<Export> export_of(const MergeSource& source, std::shared_ptr<const ProgramWithData> program, bool fallback_option,
+                         bool multi_variant_only = true);
+
 
 // ---- Proving bytes equal ----------------------------------------------------
 
@@ -161,6 +166,14 @@ class LibraryScanCache {
 Result<DelegateVariants> select_variants(const std::vector<Export>& regular, const Export* fallback,
                                          size_t delegate_position, WeightCheck& weights,
                                          LibraryScanCache& scans);
+
+// merge_programs in two steps, for callers that opened the inputs already:
+// the request's own checks, then the merge of the loaded inputs (`regular`
+// in the order of request.inputs, `fallback` for request.fallback), with
+// libraries scanned through `scans` (enabled as request.check_kernels says).
+Status check_merge_request(const MergeRequest& request);
+Result<MergeResult> merge_exports(const MergeRequest& request, std::vector<Export> regular,
+                                  std::unique_ptr<Export> fallback, LibraryScanCache& scans);
 
 // ---- Output -------------------------------------------------------------------
 

@@ -17,9 +17,6 @@ std::string Export::blob_file(std::string_view key) const {
 }
 
 Result<Export> load_export(const MergeSource& source, bool fallback_option, bool multi_variant_only) {
-  Export out;
-  out.source = source;
-  out.fallback_option = fallback_option;
   // The data file as given, never looked for (merge.h says why).
   PTB_TRY(PteFile pte, PteFile::open(source.pte_path));
   std::shared_ptr<const PtdFile> ptd;
@@ -27,7 +24,16 @@ Result<Export> load_export(const MergeSource& source, bool fallback_option, bool
     PTB_TRY(PtdFile opened, PtdFile::open(source.ptd_path));
     ptd = std::make_shared<const PtdFile>(std::move(opened));
   }
-  out.program = std::make_shared<const ProgramWithData>(std::make_shared<const PteFile>(std::move(pte)), std::move(ptd));
+  auto program = std::make_shared<const ProgramWithData>(std::make_shared<const PteFile>(std::move(pte)), std::move(ptd));
+  return export_of(source, std::move(program), fallback_option, multi_variant_only);
+}
+
+Result<Export> export_of(const MergeSource& source, std::shared_ptr<const ProgramWithData> program, bool fallback_option,
+                         bool multi_variant_only) {
+  Export out;
+  out.source = source;
+  out.fallback_option = fallback_option;
+  out.program = std::move(program);
 
   for (const CudaDelegate& cuda : out.program->cuda_delegates()) {
     PTB_TRY(const CudaPayload* payload, cuda.decoded());

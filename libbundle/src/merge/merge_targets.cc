@@ -105,12 +105,10 @@ std::optional<GpuTarget> parse_gpu_target(const std::string& name) {
   return target;
 }
 
-Result<PerTargetPlan> plan_per_target(const std::vector<PartProgram>& programs, LibraryScanCache& scans,
-                                      unsigned threads) {
+Result<PerTargetPlan> plan_per_target(const std::vector<PartProgram>& programs, std::vector<Export> exports,
+                                      LibraryScanCache& scans, unsigned threads) {
   PerTargetPlan plan;
-  plan.exports.reserve(programs.size());
-  for (const PartProgram& program : programs) {
-    PTB_TRY(Export loaded, load_export({program.pte, program.ptd}, false, false));
+  for (const Export& loaded : exports) {
     for (const CudaDelegate& delegate : loaded.cuda) {
       if (delegate.payload->form == CudaPayloadForm::MultiVariant) {
         return invalid(loaded.name() + ": " + delegate.identity() +
@@ -118,8 +116,8 @@ Result<PerTargetPlan> plan_per_target(const std::vector<PartProgram>& programs, 
                        "layout; expected one layout across the bundles");
       }
     }
-    plan.exports.push_back(std::move(loaded));
   }
+  plan.exports = std::move(exports);
 
   const Export& first = plan.exports.front();
   CompareStats stats;
