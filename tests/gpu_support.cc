@@ -41,6 +41,41 @@ HostTensor npy_tensor(const fs::path& path) {
   return tensor;
 }
 
+PartWeights split_per_fqn(const PartWeights& blob, const nlohmann::json& constants) {
+  PartWeights weights;
+  weights.layout = WeightsLayout::PerFqn;
+  weights.file = blob.file + " (split per FQN)";
+  uint64_t offset = 0;
+  for (const nlohmann::json& constant : constants) {
+    if (constant.value("from_folded", false)) continue;
+    FqnWeightBytes weight;
+    weight.meta.fqn = constant["fqn"];
+    weight.meta.storage_key = "test:" + weight.meta.fqn;
+    weight.meta.storage_nbytes = constant["data_size"];
+    weight.meta.dtype = *scalar_type_from_name(constant["dtype"].get<std::string>());
+    weight.meta.device_type = 1;
+    weight.meta.sizes = constant["sizes"].get<std::vector<int64_t>>();
+    weight.meta.strides = constant["strides"].get<std::vector<int64_t>>();
+    REQUIRE(offset + weight.meta.storage_nbytes <= blob.blob.size());
+    weight.bytes = blob.blob.subspan(offset, weight.meta.storage_nbytes);
+    offset += weight.meta.storage_nbytes;
+    weights.tensors.push_back(std::move(weight));
+  }
+  return weights;
+}
+
+ComparisonStats against_eager(AotiModel& model, const fs::path& folder, const std::string& stem, Tolerance tolerance) {
+  HostTensor input = npy_tensor(folder / (stem + ".in0.npy"));
+  HostTensor expected = npy_tensor(folder / (stem + ".out0.npy"));
+  auto outputs = model.run({input});
+  REQUIRE_MESSAGE(outputs.ok(), outputs.error().message);
+  REQUIRE(outputs->size() == 1);
+  auto stats = compare_tensors((*outputs)[0].view(), expected.view(), tolerance);
+  REQUIRE_MESSAGE(stats.ok(), stats.error().message);
+  CHECK_MESSAGE(stats->passed(), test_case_verdict(stem, {{"output 0", tolerance, *stats, ""}}));
+  return *stats;
+}
+
 LoadRequest load_request(const RunPart& part, const PartWeights& weights) {
   LoadRequest request;
   request.label = "part " + part.name;

@@ -7,11 +7,13 @@
 // lines starting "[gpu]", which gpu-check collects.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "ptbundle/cuda/run_part.h"
 #include "ptbundle/cuda/runner.h"
+#include "ptbundle/results/tolerance.h"
 #include "support.h"
 
 namespace ptb::test {
@@ -28,6 +30,17 @@ HostTensor npy_tensor(const fs::path& path);
 
 // A request to load `part` with `weights`, labelled "part <name>".
 LoadRequest load_request(const RunPart& part, const PartWeights& weights);
+
+// The blob split into one weight per FQN, as ExecuTorch's per-FQN .ptd
+// stores them: it holds the library's non-folded constants back to back, in
+// the library's order (AOTInductor's load_constants reads it that way), and
+// `constants` lists them (fqn, dtype, data_size, sizes, strides, from_folded:
+// a package's <name>.constants.json).
+PartWeights split_per_fqn(const PartWeights& blob, const nlohmann::json& constants);
+
+// Runs the package's recorded input (<stem>.in0.npy in `folder`) and
+// compares with eager PyTorch's output (<stem>.out0.npy).
+ComparisonStats against_eager(AotiModel& model, const fs::path& folder, const std::string& stem, Tolerance tolerance);
 
 // Packages tests/gpu/make_packages.py compiled on this GPU machine
 // (scripts/gpu-check sets PTB_GPU_PACKAGES), or nullopt.

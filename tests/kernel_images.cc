@@ -6,12 +6,6 @@
 
 namespace ptb::test {
 
-std::vector<uint8_t> read_bytes(const fs::path& path) {
-  const std::string text = read_text(path);
-  REQUIRE_MESSAGE(!text.empty(), "cannot read " << path);
-  return {text.begin(), text.end()};
-}
-
 std::vector<uint8_t> read_pt2_entry(const fs::path& package, const std::string& suffix) {
   auto pt2 = Pt2Package::open(package.string());
   REQUIRE_MESSAGE(pt2.ok(), (pt2.ok() ? "" : pt2.error().message));

@@ -15,8 +15,6 @@ inline fs::path kernels_dir() { return PTB_TEST_KERNELS_DIR; }
 inline std::string kernels_missing() { return PTB_TEST_KERNELS_MISSING; }
 inline fs::path kernel_image(const std::string& name) { return kernels_dir() / name; }
 
-// The bytes of a file or of a .pt2 entry, kept alive for scanning.
-std::vector<uint8_t> read_bytes(const fs::path& path);
 // The entry of `package` whose name ends with `suffix` (the only one).
 std::vector<uint8_t> read_pt2_entry(const fs::path& package, const std::string& suffix);
 

@@ -79,6 +79,12 @@ std::string read_text(const fs::path& path) {
   return ss.str();
 }
 
+std::vector<uint8_t> read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), "cannot read " << path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 std::string quote(const fs::path& path) {
   std::string out = "'";
   for (char c : path.string()) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ptb::test {
 
@@ -45,6 +46,8 @@ struct CommandResult {
 CommandResult run_cli(const std::string& args);
 
 std::string read_text(const fs::path& path);
+// The bytes of a file; REQUIREs that it opens.
+std::vector<uint8_t> read_bytes(const fs::path& path);
 
 // Whether python3 with the jsonschema module is here (the schema checks skip without it).
 bool have_jsonschema();

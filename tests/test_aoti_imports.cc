@@ -15,12 +15,6 @@ using namespace ptb;
 
 namespace {
 
-std::vector<uint8_t> file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), path);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
 std::string test_elf(const char* name) { return std::string(PTB_TEST_ELF_DIR) + "/" + name; }
 
 #define CHECK_CONTAINS(text, part) CHECK_MESSAGE((text).find(part) != std::string::npos, (text))
@@ -32,7 +26,7 @@ bool has(const std::vector<std::string>& names, const std::string& name) {
 }  // namespace
 
 TEST_CASE("aoti imports: a link_libtorch=False-like object is served by the built-in runtime") {
-  const auto bytes = file_bytes(test_elf("imports_builtin.so"));
+  const auto bytes = ptb::test::read_bytes(test_elf("imports_builtin.so"));
   auto symbols = read_dynamic_symbols(Bytes(bytes.data(), bytes.size()), "imports_builtin.so");
   REQUIRE_MESSAGE(symbols.ok(), symbols.error().message);
   for (const char* name : {"aoti_torch_empty_strided", "aoti_torch_get_data_ptr", "aoti_torch_delete_tensor_object",
@@ -54,7 +48,7 @@ TEST_CASE("aoti imports: a link_libtorch=False-like object is served by the buil
 }
 
 TEST_CASE("aoti imports: every missing shim is named in one error with its fix, before anything is loaded") {
-  const auto bytes = file_bytes(test_elf("imports_missing.so"));
+  const auto bytes = ptb::test::read_bytes(test_elf("imports_missing.so"));
   const Bytes library(bytes.data(), bytes.size());
   auto symbols = read_dynamic_symbols(library, "imports_missing.so");
   REQUIRE(symbols.ok());
@@ -122,7 +116,7 @@ TEST_CASE("aoti imports: mlp_et's library (PyTorch 2.11, linked to libtorch) nee
 }
 
 TEST_CASE("aoti imports: damaged dynamic tables are errors naming the file") {
-  auto bytes = file_bytes(test_elf("imports_builtin.so"));
+  auto bytes = ptb::test::read_bytes(test_elf("imports_builtin.so"));
   auto good = read_dynamic_symbols(Bytes(bytes.data(), bytes.size()), "x.so");
   REQUIRE(good.ok());
   // Point every .dynsym name past .dynstr.
@@ -155,7 +149,7 @@ TEST_CASE("aoti imports: damaged dynamic tables are errors naming the file") {
 }
 
 TEST_CASE("aoti imports: the ptbundle binary links neither LibTorch nor a CUDA runtime") {
-  const auto bytes = file_bytes(PTB_CLI_PATH);
+  const auto bytes = ptb::test::read_bytes(PTB_CLI_PATH);
   auto symbols = read_dynamic_symbols(Bytes(bytes.data(), bytes.size()), PTB_CLI_PATH);
   REQUIRE_MESSAGE(symbols.ok(), symbols.error().message);
   for (const std::string& needed : symbols->needed) {

@@ -24,11 +24,6 @@ using namespace ptb::test;
 
 namespace {
 
-std::vector<uint8_t> read_bytes(const fs::path& path) {
-  std::string text = read_text(path);
-  return std::vector<uint8_t>(text.begin(), text.end());
-}
-
 void write_bytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
   REQUIRE(write_file_atomically(path.string(), Bytes(bytes.data(), bytes.size())).ok());
 }

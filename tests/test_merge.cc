@@ -23,6 +23,7 @@
 using namespace ptb;
 using ptb::test::error_of;
 using ptb::test::fixture;
+using ptb::test::read_bytes;
 using ptb::test::ExportSpec;
 using ptb::test::TempDir;
 namespace fs = std::filesystem;
@@ -46,11 +47,6 @@ MergeRequest request_for(const std::vector<std::string>& inputs, const std::opti
   request.output_pte = (out / "merged.pte").string();
   request.output_ptd = (out / "merged.ptd").string();
   return request;
-}
-
-std::vector<uint8_t> read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 bool folder_empty(const TempDir& dir) { return fs::is_empty(dir.path()); }

@@ -19,6 +19,7 @@
 #include "support.h"
 
 using namespace ptb;
+using ptb::test::read_bytes;
 using ptb::test::TempDir;
 namespace fs = std::filesystem;
 
@@ -35,11 +36,6 @@ std::string contains_msg(const std::string& text, const std::string& part) {
 }
 
 #define CHECK_CONTAINS(text, part) CHECK_MESSAGE((text).find(part) != std::string::npos, contains_msg(text, part))
-
-std::vector<uint8_t> read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
 
 void write_bytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary);

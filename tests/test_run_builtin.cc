@@ -17,13 +17,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fixture_dump.h"
 #include "gpu_support.h"
 #include "ptbundle/formats/npy.h"
 #include "ptbundle/results/timing.h"
 #include "ptbundle/results/tolerance.h"
 
 using namespace ptb;
+using ptb::test::against_eager;
 using ptb::test::npy_tensor;
+using ptb::test::read_json;
+using ptb::test::split_per_fqn;
 using ptb::test::ScopedTmpdir;
 using ptb::test::this_gpu;
 using Json = nlohmann::json;
@@ -44,47 +48,6 @@ AotiModel load_builtin(const RunPart& part, const PartWeights& weights, bool sta
   REQUIRE_MESSAGE(model.ok(), model.error().message);
   CHECK(model->runtime().kind == AotiRuntime::Builtin);
   return std::move(model).value();
-}
-
-ComparisonStats against_eager(AotiModel& model, const fs::path& folder, const std::string& stem, Tolerance tolerance) {
-  HostTensor input = npy_tensor(folder / (stem + ".in0.npy"));
-  HostTensor expected = npy_tensor(folder / (stem + ".out0.npy"));
-  auto outputs = model.run({input});
-  REQUIRE_MESSAGE(outputs.ok(), outputs.error().message);
-  REQUIRE(outputs->size() == 1);
-  auto stats = compare_tensors((*outputs)[0].view(), expected.view(), tolerance);
-  REQUIRE_MESSAGE(stats.ok(), stats.error().message);
-  CHECK_MESSAGE(stats->passed(), test_case_verdict(stem, {{"output 0", tolerance, *stats, ""}}));
-  return *stats;
-}
-
-PartWeights split_per_fqn(const PartWeights& blob, const Json& constants) {
-  PartWeights weights;
-  weights.layout = WeightsLayout::PerFqn;
-  weights.file = blob.file + " (split per FQN)";
-  uint64_t offset = 0;
-  for (const Json& constant : constants) {
-    if (constant.value("from_folded", false)) continue;
-    FqnWeightBytes weight;
-    weight.meta.fqn = constant["fqn"];
-    weight.meta.storage_key = "test:" + weight.meta.fqn;
-    weight.meta.storage_nbytes = constant["data_size"];
-    weight.meta.dtype = *scalar_type_from_name(constant["dtype"].get<std::string>());
-    weight.meta.device_type = 1;
-    weight.meta.sizes = constant["sizes"].get<std::vector<int64_t>>();
-    weight.meta.strides = constant["strides"].get<std::vector<int64_t>>();
-    REQUIRE(offset + weight.meta.storage_nbytes <= blob.blob.size());
-    weight.bytes = blob.blob.subspan(offset, weight.meta.storage_nbytes);
-    offset += weight.meta.storage_nbytes;
-    weights.tensors.push_back(std::move(weight));
-  }
-  return weights;
-}
-
-Json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), path.string());
-  return Json::parse(in);
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {

@@ -8,12 +8,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fixture_dump.h"
 #include "gpu_support.h"
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/results/tolerance.h"
 
 using namespace ptb;
+using ptb::test::against_eager;
 using ptb::test::npy_tensor;
+using ptb::test::read_json;
 using ptb::test::ScopedTmpdir;
 using ptb::test::this_gpu;
 using Json = nlohmann::json;
@@ -28,37 +31,13 @@ const char* kMlpEtConstants = R"([
   {"name": "l2_weight", "fqn": "l2.weight", "dtype": "float32", "data_size": 1024, "sizes": [8, 32], "strides": [32, 1]}
 ])";
 
-// The blob holds the library's non-folded constants back to back, in the
-// library's order (AOTInductor's load_constants reads it that way): split it
-// into one weight per FQN, as ExecuTorch's per-FQN .ptd stores them.
-PartWeights split_per_fqn(const PartWeights& blob, const Json& constants) {
-  PartWeights weights;
-  weights.layout = WeightsLayout::PerFqn;
-  weights.file = blob.file + " (split per FQN)";
-  uint64_t offset = 0;
-  for (const Json& constant : constants) {
-    if (constant.value("from_folded", false)) continue;
-    FqnWeightBytes weight;
-    weight.meta.fqn = constant["fqn"];
-    weight.meta.storage_key = "test:" + weight.meta.fqn;
-    weight.meta.storage_nbytes = constant["data_size"];
-    weight.meta.dtype = *scalar_type_from_name(constant["dtype"].get<std::string>());
-    weight.meta.device_type = 1;
-    weight.meta.sizes = constant["sizes"].get<std::vector<int64_t>>();
-    weight.meta.strides = constant["strides"].get<std::vector<int64_t>>();
-    REQUIRE(offset + weight.meta.storage_nbytes <= blob.blob.size());
-    weight.bytes = blob.blob.subspan(offset, weight.meta.storage_nbytes);
-    offset += weight.meta.storage_nbytes;
-    weights.tensors.push_back(std::move(weight));
-  }
-  CHECK(offset == blob.blob.size());
+// The blob split per FQN at `constants`, every byte of it used.
+PartWeights split_whole(const PartWeights& blob, const Json& constants) {
+  PartWeights weights = ptb::test::split_per_fqn(blob, constants);
+  uint64_t used = 0;
+  for (const FqnWeightBytes& weight : weights.tensors) used += weight.bytes.size();
+  CHECK(used == blob.blob.size());
   return weights;
-}
-
-Json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), path.string());
-  return Json::parse(in);
 }
 
 struct Loaded {
@@ -76,20 +55,6 @@ Loaded load(const RunPart& part, const PartWeights& weights, bool staged) {
   return {std::move(model).value(), times};
 }
 
-// Runs the package's recorded input and compares with eager PyTorch's output.
-ComparisonStats check_against_eager(AotiModel& model, const fs::path& folder, const std::string& stem,
-                                    Tolerance tolerance) {
-  HostTensor input = npy_tensor(folder / (stem + ".in0.npy"));
-  HostTensor expected = npy_tensor(folder / (stem + ".out0.npy"));
-  auto outputs = model.run({input});
-  REQUIRE_MESSAGE(outputs.ok(), outputs.error().message);
-  REQUIRE(outputs->size() == 1);
-  auto stats = compare_tensors((*outputs)[0].view(), expected.view(), tolerance);
-  REQUIRE_MESSAGE(stats.ok(), stats.error().message);
-  CHECK_MESSAGE(stats->passed(), test_case_verdict(stem, {{"output 0", tolerance, *stats, ""}}));
-  return *stats;
-}
-
 bool contains(Bytes bytes, const std::string& text) {
   return std::search(bytes.begin(), bytes.end(), text.begin(), text.end()) != bytes.end();
 }
@@ -103,13 +68,13 @@ TEST_CASE("run on GPU: per-FQN weights bind to a real AOTInductor library (mlp_e
   auto part = open_run_part((folder / "mlp_et.pt2").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
   const Json constants = Json::parse(kMlpEtConstants);
-  PartWeights weights = split_per_fqn(part->weights, constants);
+  PartWeights weights = split_whole(part->weights, constants);
   REQUIRE(weights.tensors.size() == 3);
 
   Loaded loaded = load(*part, weights, true);
   CHECK(loaded.times.weight_bytes == 3200);
   CHECK(loaded.times.upload_method == "pageable cudaMemcpy");  // 3 KiB is not worth pinning buffers
-  ComparisonStats stats = check_against_eager(loaded.model, folder, "mlp_et", Tolerance{1e-7, 1e-5});
+  ComparisonStats stats = against_eager(loaded.model, folder, "mlp_et", Tolerance{1e-7, 1e-5});
   CHECK_MESSAGE(tmp.empty(), tmp.listing());
   std::printf("[gpu] mlp_et per-FQN: 3 weights bound by FQN, max abs diff %.3g vs eager\n", stats.max_abs_error);
 
@@ -141,10 +106,10 @@ TEST_CASE("run on GPU: a library built with link_libtorch=False, as ExecuTorch b
   CHECK_FALSE(contains(part->library, "libtorch_cpu.so"));
 
   Loaded blob = load(*part, part->weights, true);
-  ComparisonStats blob_stats = check_against_eager(blob.model, folder, "nolibtorch", Tolerance{1e-7, 1e-5});
-  PartWeights per_fqn = split_per_fqn(part->weights, read_json(folder / "nolibtorch.constants.json"));
+  ComparisonStats blob_stats = against_eager(blob.model, folder, "nolibtorch", Tolerance{1e-7, 1e-5});
+  PartWeights per_fqn = split_whole(part->weights, read_json(folder / "nolibtorch.constants.json"));
   Loaded bound = load(*part, per_fqn, true);
-  ComparisonStats fqn_stats = check_against_eager(bound.model, folder, "nolibtorch", Tolerance{1e-7, 1e-5});
+  ComparisonStats fqn_stats = against_eager(bound.model, folder, "nolibtorch", Tolerance{1e-7, 1e-5});
   std::printf("[gpu] nolibtorch (link_libtorch=False): blob max abs diff %.3g, per-FQN (%zu weights) %.3g vs eager\n",
               blob_stats.max_abs_error, per_fqn.tensors.size(), fqn_stats.max_abs_error);
 }
@@ -167,27 +132,27 @@ TEST_CASE("run on GPU: 512 MiB of weights, staged and pageable, blob and per-FQN
     Loaded staged = load(*part, part->weights, true);
     CHECK(staged.times.upload_method.find("staged through pinned buffers") == 0);
     CHECK(staged.times.upload_method.find(", 512 of 512 MiB") != std::string::npos);
-    report("blob, staged", staged, check_against_eager(staged.model, folder, "big", tolerance));
+    report("blob, staged", staged, against_eager(staged.model, folder, "big", tolerance));
   }
   {
     Loaded pageable = load(*part, part->weights, false);
     CHECK(pageable.times.upload_method == "pageable cudaMemcpy (staging turned off)");
-    report("blob, pageable", pageable, check_against_eager(pageable.model, folder, "big", tolerance));
+    report("blob, pageable", pageable, against_eager(pageable.model, folder, "big", tolerance));
   }
-  PartWeights per_fqn = split_per_fqn(part->weights, read_json(folder / "big.constants.json"));
+  PartWeights per_fqn = split_whole(part->weights, read_json(folder / "big.constants.json"));
   CHECK(per_fqn.tensors.size() == 16);
   {
     // Again, now that the process has loaded a model: what a first load pays once shows.
     Loaded staged = load(*part, part->weights, true);
-    report("blob, staged again", staged, check_against_eager(staged.model, folder, "big", tolerance));
+    report("blob, staged again", staged, against_eager(staged.model, folder, "big", tolerance));
   }
   {
     Loaded staged = load(*part, per_fqn, true);
     CHECK(staged.times.upload_method.find("staged through pinned buffers") == 0);
-    report("per-FQN, staged", staged, check_against_eager(staged.model, folder, "big", tolerance));
+    report("per-FQN, staged", staged, against_eager(staged.model, folder, "big", tolerance));
   }
   {
     Loaded pageable = load(*part, per_fqn, false);
-    report("per-FQN, pageable", pageable, check_against_eager(pageable.model, folder, "big", tolerance));
+    report("per-FQN, pageable", pageable, against_eager(pageable.model, folder, "big", tolerance));
   }
 }

@@ -15,16 +15,6 @@
 
 using namespace ptb;
 
-namespace {
-
-std::vector<uint8_t> file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), path);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-}  // namespace
-
 #if defined(PTB_TEST_SHIM_CORE)
 
 using namespace ptb::shim;
@@ -219,7 +209,7 @@ TEST_CASE("shim runtime: the module exports exactly the listed shims, the CUDA r
 #if !defined(PTB_TEST_BUILTIN_MODULE)
   ptb::test::skip("this build has no built-in runtime (" PTB_BUILTIN_RUNTIME_STATUS ")");
 #else
-  const std::vector<uint8_t> module = file_bytes(PTB_TEST_BUILTIN_MODULE);
+  const std::vector<uint8_t> module = ptb::test::read_bytes(PTB_TEST_BUILTIN_MODULE);
   auto symbols = read_dynamic_symbols(Bytes(module.data(), module.size()), PTB_TEST_BUILTIN_MODULE);
   REQUIRE_MESSAGE(symbols.ok(), symbols.error().message);
   std::vector<std::string> shims, others;
