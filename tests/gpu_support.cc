@@ -1,5 +1,12 @@
 #include "gpu_support.h"
 
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <signal.h>
+#include <ucontext.h>
+
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 
 #include "ptbundle/formats/npy.h"
@@ -54,6 +61,53 @@ std::optional<fs::path> gpu_packages() {
   const char* dir = std::getenv("PTB_GPU_PACKAGES");
   if (!dir || !*dir || !fs::is_directory(dir)) return std::nullopt;
   return fs::path(dir);
+}
+
+namespace {
+
+constexpr int kTracedSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+struct sigaction previous_action[NSIG];
+
+void print_frame(int index, const void* address) {
+  Dl_info where{};
+  if (::dladdr(address, &where) && where.dli_fname) {
+    std::fprintf(stderr, "[crash] #%d %s+0x%zx %s\n", index, where.dli_fname,
+                 static_cast<size_t>(reinterpret_cast<uintptr_t>(address) - reinterpret_cast<uintptr_t>(where.dli_fbase)),
+                 where.dli_sname ? where.dli_sname : "?");
+  } else {
+    std::fprintf(stderr, "[crash] #%d %p (no module)\n", index, address);
+  }
+}
+
+// Not strictly async-signal-safe (dladdr, stdio): the process is about to
+// end anyway, and a partial trace beats none.
+void on_crash(int signal, siginfo_t* info, void* context) {
+  std::fprintf(stderr, "[crash] signal %d, fault address %p\n", signal, info ? info->si_addr : nullptr);
+#if defined(__x86_64__)
+  const auto* machine = static_cast<const ucontext_t*>(context);
+  print_frame(-1, reinterpret_cast<const void*>(machine->uc_mcontext.gregs[REG_RIP]));
+#else
+  (void)context;
+#endif
+  void* frames[64];
+  const int count = ::backtrace(frames, 64);
+  for (int i = 0; i < count; ++i) print_frame(i, frames[i]);
+  std::fflush(stderr);
+  // Returning re-runs the faulting instruction under the previous handler
+  // (doctest's), which reports the crash.
+  ::sigaction(signal, &previous_action[signal], nullptr);
+}
+
+}  // namespace
+
+void trace_crashes() {
+  void* warm[1];
+  ::backtrace(warm, 1);  // loads libgcc's unwinder now, not in the handler
+  struct sigaction action{};
+  action.sa_sigaction = on_crash;
+  action.sa_flags = SA_SIGINFO;
+  sigemptyset(&action.sa_mask);
+  for (int signal : kTracedSignals) ::sigaction(signal, &action, &previous_action[signal]);
 }
 
 ScopedTmpdir::ScopedTmpdir() {

@@ -33,6 +33,14 @@ LoadRequest load_request(const RunPart& part, const PartWeights& weights);
 // (scripts/gpu-check sets PTB_GPU_PACKAGES), or nullopt.
 std::optional<fs::path> gpu_packages();
 
+// From here to the end of the test case, a crash (SIGSEGV, SIGBUS, SIGILL,
+// SIGFPE) first prints its stack on stderr, a frame a line as
+// "[crash] #N <module>+0x<offset> <nearest exported symbol>", which
+// scripts/gpu-check turns into source lines with addr2line; then doctest
+// reports the crash as before. The GPU machine has no debugger, and a crash
+// inside a model library otherwise says only "SIGSEGV".
+void trace_crashes();
+
 // Points TMPDIR at a fresh folder for the test's lifetime, so that what the
 // runner leaves behind can be seen.
 class ScopedTmpdir {

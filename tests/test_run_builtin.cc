@@ -95,6 +95,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 TEST_CASE("run on GPU, built-in runtime: link_libtorch=False libraries match eager PyTorch, both weight layouts") {
   PTB_REQUIRE_BUILTIN_GPU();
+  ptb::test::trace_crashes();
   if (!ptb::test::gpu_packages()) {
     ptb::test::skip("PTB_GPU_PACKAGES is not set (scripts/gpu-check compiles them with tests/gpu/make_packages.py)");
     return;
@@ -130,6 +131,7 @@ TEST_CASE("run on GPU, built-in runtime: link_libtorch=False libraries match eag
 
 TEST_CASE("run on GPU, built-in runtime: a library needing a shim it lacks is refused before loading") {
   PTB_REQUIRE_GPU_PACKAGES();
+  ptb::test::trace_crashes();
   ScopedTmpdir tmp;
   auto part = open_run_part((*ptb::test::gpu_packages() / "nolibtorch.pt2").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
@@ -145,6 +147,7 @@ TEST_CASE("run on GPU, built-in runtime: a library needing a shim it lacks is re
 
 TEST_CASE("run on GPU, built-in runtime: 512 MiB of weights upload staged, blob and per-FQN, and match eager") {
   PTB_REQUIRE_BUILTIN_GPU();
+  ptb::test::trace_crashes();
   if (!ptb::test::gpu_packages()) {
     ptb::test::skip("PTB_GPU_PACKAGES is not set");
     return;
@@ -269,6 +272,7 @@ std::vector<double> minimal_loop(const RunPart& part, const HostTensor& input, i
 
 TEST_CASE("run on GPU, built-in runtime: per-call overhead over a minimal C-ABI loop is under 5 us") {
   PTB_REQUIRE_BUILTIN_GPU();
+  ptb::test::trace_crashes();
   if (!ptb::test::gpu_packages()) {
     ptb::test::skip("PTB_GPU_PACKAGES is not set");
     return;
@@ -292,6 +296,7 @@ TEST_CASE("run on GPU, built-in runtime: per-call overhead over a minimal C-ABI 
 
 TEST_CASE("run on GPU, built-in runtime: the CLI's outputs equal the LibTorch runner's; start to first output") {
   PTB_REQUIRE_GPU_PACKAGES();
+  ptb::test::trace_crashes();
   const fs::path folder = *ptb::test::gpu_packages();
   ptb::test::TempDir out;
   auto timed_cli = [](const std::string& args, double& seconds) {

@@ -131,6 +131,7 @@ TEST_CASE("run on GPU: per-FQN weights bind to a real AOTInductor library (mlp_e
 
 TEST_CASE("run on GPU: a library built with link_libtorch=False, as ExecuTorch builds them, runs both layouts") {
   PTB_REQUIRE_GPU_PACKAGES();
+  ptb::test::trace_crashes();
   const fs::path folder = *ptb::test::gpu_packages();
   auto part = open_run_part((folder / "nolibtorch.pt2").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
@@ -151,6 +152,7 @@ TEST_CASE("run on GPU: a library built with link_libtorch=False, as ExecuTorch b
 
 TEST_CASE("run on GPU: 512 MiB of weights, staged and pageable, blob and per-FQN, give eager PyTorch's output") {
   PTB_REQUIRE_GPU_PACKAGES();
+  ptb::test::trace_crashes();
   const fs::path folder = *ptb::test::gpu_packages();
   auto part = open_run_part((folder / "big.pt2").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
