@@ -45,7 +45,7 @@ Result<uint64_t> blob_bytes_needed(const PartWeights& weights, const std::vector
   for (const auto& constant : constants)
     if (!constant.folded) needed += constant.data_size;
   if (needed > weights.blob.size()) {
-    return invalid(weights.file + ": the weights blob '" + weights.blob_key + "' holds " +
+    return invalid(weights.file + ": weights blob '" + weights.blob_key + "' holds " +
                    std::to_string(weights.blob.size()) + " bytes; the " + std::to_string(constants.size()) +
                    " constants of " + label + "'s library need " + std::to_string(needed) +
                    " (the blob is short: export the part again)");
