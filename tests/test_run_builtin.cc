@@ -219,9 +219,7 @@ std::vector<double> minimal_loop(const RunPart& part, const HostTensor& input, i
   REQUIRE(fd >= 0);
   REQUIRE(write(fd, part.library.data(), part.library.size()) == static_cast<ssize_t>(part.library.size()));
   close(fd);
-  // As the runtime opens a library that links libstdc++ statically
-  // (runner/loaded_library.cc says why).
-  void* library = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  void* library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   unlink(path);
   REQUIRE_MESSAGE(library, dlerror());
   auto create = reinterpret_cast<int32_t (*)(Container*, size_t, const char*, const char*)>(

@@ -5,14 +5,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "ptbundle/cuda/runner_config.h"
-#include "ptbundle/kernels/elf_imports.h"
 
 namespace ptb::detail {
 namespace {
@@ -68,40 +66,18 @@ class PrivateFolder {
   std::string file_;
 };
 
-// A library built with link_libtorch=False links libstdc++ statically and
-// exports all of it, unversioned (4,900 dynamic symbols, 350 of them
-// std::locale's). Opened the usual way, its calls to those symbols bind to
-// the process's libstdc++.so.6 where that defines them and to its own copy
-// elsewhere, so two libstdc++ versions share one std::locale: the second
-// such library (or a second copy of one) crashed in std::regex's locale
-// lookup inside AOTInductorModelContainerCreateWithDevice on the H200
-// machine. RTLD_DEEPBIND makes it bind to its own definitions first, as if
-// it were a program of its own; its imports (aoti_torch_*, cuda*) still come
-// from the process. Sanitizer runtimes refuse RTLD_DEEPBIND.
-bool carries_its_own_cxx_runtime(Bytes bytes) {
-  auto symbols = read_dynamic_symbols(bytes, "library");
-  if (!symbols.ok()) return false;
-  for (const std::string& needed : symbols->needed)
-    if (needed.starts_with("libstdc++.so") || needed.starts_with("libc++.so")) return false;
-  return std::binary_search(symbols->defined.begin(), symbols->defined.end(), std::string("_ZNSt6locale7classicEv"));
-}
-
-int dlopen_flags(Bytes bytes) {
-  // RTLD_NOW: a missing symbol fails here, with its name, rather than at
-  // the first call; RTLD_LOCAL: two parts' libraries export the same names.
-  int flags = RTLD_NOW | RTLD_LOCAL;
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-  if (carries_its_own_cxx_runtime(bytes)) flags |= RTLD_DEEPBIND;
-#endif
-  return flags;
-}
-
 }  // namespace
 
 Result<LoadedLibrary> LoadedLibrary::open(Bytes bytes, const std::string& file_name, const std::string& origin) {
   PTB_TRY(PrivateFolder folder, PrivateFolder::create());
   PTB_TRY(std::string path, folder.write(file_name, bytes));
-  void* handle = ::dlopen(path.c_str(), dlopen_flags(bytes));
+  // RTLD_NOW: a missing symbol fails here, with its name, rather than at
+  // the first call; RTLD_LOCAL: two parts' libraries export the same names.
+  // Not RTLD_DEEPBIND, though a link_libtorch=False library links libstdc++
+  // statically and exports all of it: on the H200 machine such a library
+  // opened with it crashed in its first std::regex (its std::locale half
+  // bound to itself, half to the process's libstdc++).
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     std::string why = ::dlerror();
     std::string hint;
