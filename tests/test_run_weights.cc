@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpu/per_fqn_split.h"
 #include "gpu_support.h"
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/results/tolerance.h"
@@ -28,37 +29,21 @@ const char* kMlpEtConstants = R"([
   {"name": "l2_weight", "fqn": "l2.weight", "dtype": "float32", "data_size": 1024, "sizes": [8, 32], "strides": [32, 1]}
 ])";
 
-// The blob holds the library's non-folded constants back to back, in the
-// library's order (AOTInductor's load_constants reads it that way): split it
-// into one weight per FQN, as ExecuTorch's per-FQN .ptd stores them.
+// ExecuTorch's per-FQN layout, made from the blob (gpu/per_fqn_split.h); the
+// split covers the whole blob.
 PartWeights split_per_fqn(const PartWeights& blob, const Json& constants) {
-  PartWeights weights;
-  weights.layout = WeightsLayout::PerFqn;
-  weights.file = blob.file + " (split per FQN)";
-  uint64_t offset = 0;
-  for (const Json& constant : constants) {
-    if (constant.value("from_folded", false)) continue;
-    FqnWeightBytes weight;
-    weight.meta.fqn = constant["fqn"];
-    weight.meta.storage_key = "test:" + weight.meta.fqn;
-    weight.meta.storage_nbytes = constant["data_size"];
-    weight.meta.dtype = *scalar_type_from_name(constant["dtype"].get<std::string>());
-    weight.meta.device_type = 1;
-    weight.meta.sizes = constant["sizes"].get<std::vector<int64_t>>();
-    weight.meta.strides = constant["strides"].get<std::vector<int64_t>>();
-    REQUIRE(offset + weight.meta.storage_nbytes <= blob.blob.size());
-    weight.bytes = blob.blob.subspan(offset, weight.meta.storage_nbytes);
-    offset += weight.meta.storage_nbytes;
-    weights.tensors.push_back(std::move(weight));
-  }
-  CHECK(offset == blob.blob.size());
-  return weights;
+  auto weights = ptb::gpu_packages::split_per_fqn(blob, constants, "mlp_et's constants");
+  REQUIRE_MESSAGE(weights.ok(), weights.error().message);
+  uint64_t covered = 0;
+  for (const FqnWeightBytes& weight : weights->tensors) covered += weight.bytes.size();
+  CHECK(covered == blob.blob.size());
+  return std::move(weights).value();
 }
 
-Json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), path.string());
-  return Json::parse(in);
+PartWeights split_per_fqn(const PartWeights& blob, const fs::path& constants_json) {
+  auto weights = ptb::gpu_packages::split_per_fqn(blob, constants_json.string());
+  REQUIRE_MESSAGE(weights.ok(), weights.error().message);
+  return std::move(weights).value();
 }
 
 struct Loaded {
@@ -143,7 +128,7 @@ TEST_CASE("run on GPU: a library built with link_libtorch=False, as ExecuTorch b
 
   Loaded blob = load(*part, part->weights, true);
   ComparisonStats blob_stats = check_against_eager(blob.model, folder, "nolibtorch", Tolerance{1e-7, 1e-5});
-  PartWeights per_fqn = split_per_fqn(part->weights, read_json(folder / "nolibtorch.constants.json"));
+  PartWeights per_fqn = split_per_fqn(part->weights, folder / "nolibtorch.constants.json");
   Loaded bound = load(*part, per_fqn, true);
   ComparisonStats fqn_stats = check_against_eager(bound.model, folder, "nolibtorch", Tolerance{1e-7, 1e-5});
   std::printf("[gpu] nolibtorch (link_libtorch=False): blob max abs diff %.3g, per-FQN (%zu weights) %.3g vs eager\n",
@@ -176,7 +161,7 @@ TEST_CASE("run on GPU: 512 MiB of weights, staged and pageable, blob and per-FQN
     CHECK(pageable.times.upload_method == "pageable cudaMemcpy (staging turned off)");
     report("blob, pageable", pageable, check_against_eager(pageable.model, folder, "big", tolerance));
   }
-  PartWeights per_fqn = split_per_fqn(part->weights, read_json(folder / "big.constants.json"));
+  PartWeights per_fqn = split_per_fqn(part->weights, folder / "big.constants.json");
   CHECK(per_fqn.tensors.size() == 16);
   {
     // Again, now that the process has loaded a model: what a first load pays once shows.
