@@ -1,5 +1,12 @@
 #include "gpu_support.h"
 
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <signal.h>
+#include <ucontext.h>
+
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 
 #include "ptbundle/formats/npy.h"
@@ -41,29 +48,6 @@ HostTensor npy_tensor(const fs::path& path) {
   return tensor;
 }
 
-PartWeights split_per_fqn(const PartWeights& blob, const nlohmann::json& constants) {
-  PartWeights weights;
-  weights.layout = WeightsLayout::PerFqn;
-  weights.file = blob.file + " (split per FQN)";
-  uint64_t offset = 0;
-  for (const nlohmann::json& constant : constants) {
-    if (constant.value("from_folded", false)) continue;
-    FqnWeightBytes weight;
-    weight.meta.fqn = constant["fqn"];
-    weight.meta.storage_key = "test:" + weight.meta.fqn;
-    weight.meta.storage_nbytes = constant["data_size"];
-    weight.meta.dtype = *scalar_type_from_name(constant["dtype"].get<std::string>());
-    weight.meta.device_type = 1;
-    weight.meta.sizes = constant["sizes"].get<std::vector<int64_t>>();
-    weight.meta.strides = constant["strides"].get<std::vector<int64_t>>();
-    REQUIRE(offset + weight.meta.storage_nbytes <= blob.blob.size());
-    weight.bytes = blob.blob.subspan(offset, weight.meta.storage_nbytes);
-    offset += weight.meta.storage_nbytes;
-    weights.tensors.push_back(std::move(weight));
-  }
-  return weights;
-}
-
 ComparisonStats against_eager(AotiModel& model, const fs::path& folder, const std::string& stem, Tolerance tolerance) {
   HostTensor input = npy_tensor(folder / (stem + ".in0.npy"));
   HostTensor expected = npy_tensor(folder / (stem + ".out0.npy"));
@@ -89,6 +73,53 @@ std::optional<fs::path> gpu_packages() {
   const char* dir = std::getenv("PTB_GPU_PACKAGES");
   if (!dir || !*dir || !fs::is_directory(dir)) return std::nullopt;
   return fs::path(dir);
+}
+
+namespace {
+
+constexpr int kTracedSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+struct sigaction previous_action[NSIG];
+
+void print_frame(int index, const void* address) {
+  Dl_info where{};
+  if (::dladdr(address, &where) && where.dli_fname) {
+    std::fprintf(stderr, "[crash] #%d %s+0x%zx %s\n", index, where.dli_fname,
+                 static_cast<size_t>(reinterpret_cast<uintptr_t>(address) - reinterpret_cast<uintptr_t>(where.dli_fbase)),
+                 where.dli_sname ? where.dli_sname : "?");
+  } else {
+    std::fprintf(stderr, "[crash] #%d %p (no module)\n", index, address);
+  }
+}
+
+// Not strictly async-signal-safe (dladdr, stdio): the process is about to
+// end anyway, and a partial trace beats none.
+void on_crash(int signal, siginfo_t* info, void* context) {
+  std::fprintf(stderr, "[crash] signal %d, fault address %p\n", signal, info ? info->si_addr : nullptr);
+#if defined(__x86_64__)
+  const auto* machine = static_cast<const ucontext_t*>(context);
+  print_frame(-1, reinterpret_cast<const void*>(machine->uc_mcontext.gregs[REG_RIP]));
+#else
+  (void)context;
+#endif
+  void* frames[64];
+  const int count = ::backtrace(frames, 64);
+  for (int i = 0; i < count; ++i) print_frame(i, frames[i]);
+  std::fflush(stderr);
+  // Returning re-runs the faulting instruction under the previous handler
+  // (doctest's), which reports the crash.
+  ::sigaction(signal, &previous_action[signal], nullptr);
+}
+
+}  // namespace
+
+void trace_crashes() {
+  void* warm[1];
+  ::backtrace(warm, 1);  // loads libgcc's unwinder now, not in the handler
+  struct sigaction action{};
+  action.sa_sigaction = on_crash;
+  action.sa_flags = SA_SIGINFO;
+  sigemptyset(&action.sa_mask);
+  for (int signal : kTracedSignals) ::sigaction(signal, &action, &previous_action[signal]);
 }
 
 ScopedTmpdir::ScopedTmpdir() {

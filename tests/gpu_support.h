@@ -7,7 +7,6 @@
 // lines starting "[gpu]", which gpu-check collects.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -31,13 +30,6 @@ HostTensor npy_tensor(const fs::path& path);
 // A request to load `part` with `weights`, labelled "part <name>".
 LoadRequest load_request(const RunPart& part, const PartWeights& weights);
 
-// The blob split into one weight per FQN, as ExecuTorch's per-FQN .ptd
-// stores them: it holds the library's non-folded constants back to back, in
-// the library's order (AOTInductor's load_constants reads it that way), and
-// `constants` lists them (fqn, dtype, data_size, sizes, strides, from_folded:
-// a package's <name>.constants.json).
-PartWeights split_per_fqn(const PartWeights& blob, const nlohmann::json& constants);
-
 // Runs the package's recorded input (<stem>.in0.npy in `folder`) and
 // compares with eager PyTorch's output (<stem>.out0.npy).
 ComparisonStats against_eager(AotiModel& model, const fs::path& folder, const std::string& stem, Tolerance tolerance);
@@ -45,6 +37,14 @@ ComparisonStats against_eager(AotiModel& model, const fs::path& folder, const st
 // Packages tests/gpu/make_packages.py compiled on this GPU machine
 // (scripts/gpu-check sets PTB_GPU_PACKAGES), or nullopt.
 std::optional<fs::path> gpu_packages();
+
+// From here to the end of the test case, a crash (SIGSEGV, SIGBUS, SIGILL,
+// SIGFPE) first prints its stack on stderr, a frame a line as
+// "[crash] #N <module>+0x<offset> <nearest exported symbol>", which
+// scripts/gpu-check turns into source lines with addr2line; then doctest
+// reports the crash as before. The GPU machine has no debugger, and a crash
+// inside a model library otherwise says only "SIGSEGV".
+void trace_crashes();
 
 // Points TMPDIR at a fresh folder for the test's lifetime, so that what the
 // runner leaves behind can be seen.

@@ -172,8 +172,10 @@ void write_zip(const fs::path& path, const std::vector<ZipEntry>& entries) {
     zip_source_t* source = nullptr;
     if (entry.zeros) {
       source = zip_source_function(zip, zero_callback, new ZeroSource{entry.zeros, 0});
+    } else if (entry.bytes.empty()) {
+      source = zip_source_buffer(zip, nullptr, 0, 0);  // libzip does not free a 0-byte buffer it is given
     } else {
-      char* copy = static_cast<char*>(std::malloc(entry.bytes.size() + 1));
+      char* copy = static_cast<char*>(std::malloc(entry.bytes.size()));
       std::memcpy(copy, entry.bytes.data(), entry.bytes.size());
       source = zip_source_buffer(zip, copy, entry.bytes.size(), 1);
     }
@@ -280,6 +282,15 @@ TEST_CASE("hostile: verify is linear in the number of parts (1,000 parts)") {
   CHECK(seconds < 10);
 }
 
+// Memory that shows a 2 GiB entry was streamed, not inflated whole. Under
+// AddressSanitizer the same run peaks near 630 MiB: its quarantine keeps
+// 256 MiB of freed buffers, and shadow memory comes on top.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr long kBoundedRssKib = 1024 * 1024;
+#else
+constexpr long kBoundedRssKib = 256 * 1024;
+#endif
+
 TEST_CASE("hostile: a zip bomb is streamed with bounded memory") {
   PTB_REQUIRE_FIXTURES();
   TempDir dir;
@@ -296,13 +307,13 @@ TEST_CASE("hostile: a zip bomb is streamed with bounded memory") {
   MESSAGE("[hostile] inspect --sha256 of the bomb: exit " << inspect.exit_code << ", peak RSS " << inspect.peak_rss_kib / 1024 << " MiB");
   CHECK_FALSE(inspect.timed_out);
   CHECK(inspect.exit_code < 128);
-  CHECK(inspect.peak_rss_kib < 256 * 1024);
+  CHECK(inspect.peak_rss_kib < kBoundedRssKib);
 
   auto verify = run({"verify", bomb.string(), "--gpu", "none"}, {}, 300);
   MESSAGE("[hostile] verify of the bomb: exit " << verify.exit_code << ", peak RSS " << verify.peak_rss_kib / 1024 << " MiB");
   CHECK_FALSE(verify.timed_out);
   CHECK(verify.exit_code < 128);
-  CHECK(verify.peak_rss_kib < 256 * 1024);
+  CHECK(verify.peak_rss_kib < kBoundedRssKib);
 }
 
 TEST_CASE("hostile: verify refuses a .pt2 that export refuses (CRC, truncated weights)") {

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fixture_dump.h"
+#include "gpu/per_fqn_split.h"
 #include "gpu_support.h"
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/results/tolerance.h"
@@ -16,7 +16,6 @@
 using namespace ptb;
 using ptb::test::against_eager;
 using ptb::test::npy_tensor;
-using ptb::test::read_json;
 using ptb::test::ScopedTmpdir;
 using ptb::test::this_gpu;
 using Json = nlohmann::json;
@@ -31,13 +30,21 @@ const char* kMlpEtConstants = R"([
   {"name": "l2_weight", "fqn": "l2.weight", "dtype": "float32", "data_size": 1024, "sizes": [8, 32], "strides": [32, 1]}
 ])";
 
-// The blob split per FQN at `constants`, every byte of it used.
-PartWeights split_whole(const PartWeights& blob, const Json& constants) {
-  PartWeights weights = ptb::test::split_per_fqn(blob, constants);
-  uint64_t used = 0;
-  for (const FqnWeightBytes& weight : weights.tensors) used += weight.bytes.size();
-  CHECK(used == blob.blob.size());
-  return weights;
+// ExecuTorch's per-FQN layout, made from the blob (gpu/per_fqn_split.h); the
+// split covers the whole blob.
+PartWeights split_per_fqn(const PartWeights& blob, const Json& constants) {
+  auto weights = ptb::gpu_packages::split_per_fqn(blob, constants, "mlp_et's constants");
+  REQUIRE_MESSAGE(weights.ok(), weights.error().message);
+  uint64_t covered = 0;
+  for (const FqnWeightBytes& weight : weights->tensors) covered += weight.bytes.size();
+  CHECK(covered == blob.blob.size());
+  return std::move(weights).value();
+}
+
+PartWeights split_per_fqn(const PartWeights& blob, const fs::path& constants_json) {
+  auto weights = ptb::gpu_packages::split_per_fqn(blob, constants_json.string());
+  REQUIRE_MESSAGE(weights.ok(), weights.error().message);
+  return std::move(weights).value();
 }
 
 struct Loaded {
@@ -68,7 +75,7 @@ TEST_CASE("run on GPU: per-FQN weights bind to a real AOTInductor library (mlp_e
   auto part = open_run_part((folder / "mlp_et.pt2").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
   const Json constants = Json::parse(kMlpEtConstants);
-  PartWeights weights = split_whole(part->weights, constants);
+  PartWeights weights = split_per_fqn(part->weights, constants);
   REQUIRE(weights.tensors.size() == 3);
 
   Loaded loaded = load(*part, weights, true);
@@ -96,6 +103,7 @@ TEST_CASE("run on GPU: per-FQN weights bind to a real AOTInductor library (mlp_e
 
 TEST_CASE("run on GPU: a library built with link_libtorch=False, as ExecuTorch builds them, runs both layouts") {
   PTB_REQUIRE_GPU_PACKAGES();
+  ptb::test::trace_crashes();
   const fs::path folder = *ptb::test::gpu_packages();
   auto part = open_run_part((folder / "nolibtorch.pt2").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
@@ -107,7 +115,7 @@ TEST_CASE("run on GPU: a library built with link_libtorch=False, as ExecuTorch b
 
   Loaded blob = load(*part, part->weights, true);
   ComparisonStats blob_stats = against_eager(blob.model, folder, "nolibtorch", Tolerance{1e-7, 1e-5});
-  PartWeights per_fqn = split_whole(part->weights, read_json(folder / "nolibtorch.constants.json"));
+  PartWeights per_fqn = split_per_fqn(part->weights, folder / "nolibtorch.constants.json");
   Loaded bound = load(*part, per_fqn, true);
   ComparisonStats fqn_stats = against_eager(bound.model, folder, "nolibtorch", Tolerance{1e-7, 1e-5});
   std::printf("[gpu] nolibtorch (link_libtorch=False): blob max abs diff %.3g, per-FQN (%zu weights) %.3g vs eager\n",
@@ -116,6 +124,7 @@ TEST_CASE("run on GPU: a library built with link_libtorch=False, as ExecuTorch b
 
 TEST_CASE("run on GPU: 512 MiB of weights, staged and pageable, blob and per-FQN, give eager PyTorch's output") {
   PTB_REQUIRE_GPU_PACKAGES();
+  ptb::test::trace_crashes();
   const fs::path folder = *ptb::test::gpu_packages();
   auto part = open_run_part((folder / "big.pt2").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
@@ -139,7 +148,7 @@ TEST_CASE("run on GPU: 512 MiB of weights, staged and pageable, blob and per-FQN
     CHECK(pageable.times.upload_method == "pageable cudaMemcpy (staging turned off)");
     report("blob, pageable", pageable, against_eager(pageable.model, folder, "big", tolerance));
   }
-  PartWeights per_fqn = split_whole(part->weights, read_json(folder / "big.constants.json"));
+  PartWeights per_fqn = split_per_fqn(part->weights, folder / "big.constants.json");
   CHECK(per_fqn.tensors.size() == 16);
   {
     // Again, now that the process has loaded a model: what a first load pays once shows.

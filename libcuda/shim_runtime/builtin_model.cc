@@ -7,15 +7,12 @@
 #include "builtin_model.h"
 
 #include <cuda_runtime_api.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
-#include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <future>
-#include <unordered_map>
+#include <optional>
+#include <span>
 
 #include "aoti_shim.h"
 #include "memcpy_route.h"
@@ -23,65 +20,49 @@
 #include "runner/aoti_abi.h"
 #include "runner/cuda_error.h"
 #include "runner/loaded_library.h"
+#include "runner/model_constants.h"
 #include "tensor.h"
 
 namespace ptb::shim {
 
 using detail::AotiAbi;
-using detail::ConstantEntry;
 using detail::cuda_error;
 using detail::kAotiSuccess;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using detail::ArenaLayout;
+using detail::Clock;
+using detail::ConstantsByFqn;
+using detail::kSeeAbove;
+using detail::ms_since;
+using detail::staging_text;
 
-constexpr const char* kSeeAbove = " (the library printed its reason on stderr)";
-constexpr uint64_t kStageWeightsAtLeast = 16ull << 20;
-constexpr uint64_t kWeightAlignment = 256;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-std::string staging_text(const Stager& stager) {
-  const StagingOptions& options = stager.options();
-  std::string where = stager.cpus().empty() ? std::string()
-                                            : " on the " + std::to_string(stager.cpus().size()) + " CPUs near the GPU";
-  char busy[96];
-  std::snprintf(busy, sizeof busy, "; %llu copies took %.2f ms", static_cast<unsigned long long>(stager.calls()),
-                stager.busy_ms());
-  return "staged through pinned buffers (" + std::to_string(options.threads) + " threads x " +
-         std::to_string(options.buffers_per_thread) + " x " + std::to_string(options.chunk_bytes >> 20) + " MiB" +
-         where + busy + ")";
-}
-
-void fault_in(Bytes bytes) {
-  if (bytes.empty()) return;
-  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto begin = reinterpret_cast<uintptr_t>(bytes.data()) & ~(page - 1);
-  const auto end = reinterpret_cast<uintptr_t>(bytes.data() + bytes.size());
-  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ);
-}
+// The scratch copy of a weights blob on the GPU leaves at least this much
+// free for what the model allocates when it runs.
+constexpr uint64_t kKeepFree = 256ull << 20;
 
 struct DeviceMemory {
   void* data = nullptr;
+  DeviceMemory() = default;
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
   ~DeviceMemory() {
     if (data) cudaFree(data);
   }
 };
 
+// What is made ready for the upload while the library loads.
 struct Prepared {
   std::unique_ptr<Stager> stager;
-  std::string no_stager;
+  std::string no_stager;  // why there is none
 };
 
 std::future<Prepared> prepare_upload(const PartWeights& weights, int device) {
   return std::async(std::launch::async, [&weights, device] {
     Prepared prepared;
     cudaSetDevice(device);
-    if (weights.layout == WeightsLayout::Blob) fault_in(weights.blob);
-    for (const FqnWeightBytes& weight : weights.tensors) fault_in(weight.bytes);
+    detail::fault_in(weights);
     auto created = Stager::create(device, default_staging_options());
     if (created.ok()) prepared.stager = std::move(created).value();
     else prepared.no_stager = created.error().message;
@@ -89,13 +70,12 @@ std::future<Prepared> prepare_upload(const PartWeights& weights, int device) {
   });
 }
 
-struct ConstantInfo {
-  std::string name;
-  std::string fqn;
-  int32_t dtype = -1;
-  size_t data_size = 0;
-  bool folded = false;
-};
+// Whether `bytes` more fit on the current GPU beside what the model needs.
+bool room_on_gpu(uint64_t bytes) {
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return false;
+  return free >= bytes + kKeepFree;
+}
 
 // A handle this code owns, deleted with it.
 struct OwnedHandle {
@@ -110,7 +90,6 @@ struct OwnedHandle {
   ~OwnedHandle() {
     if (handle) aoti_torch_delete_tensor_object(handle);
   }
-  AtenTensorHandle release() { return std::exchange(handle, nullptr); }
 };
 
 class BuiltinModel final : public detail::ModelBackend {
@@ -142,73 +121,64 @@ class BuiltinModel final : public detail::ModelBackend {
   const std::vector<std::string>& output_names() const override { return outputs_named; }
   const LoadTimes& load_times() const override { return times; }
 
-  Result<std::vector<ConstantInfo>> constants() const {
-    std::vector<ConstantInfo> list;
-    if (!abi.get_num_constants || !abi.get_constant_name) return list;
-    size_t count = 0;
-    if (abi.get_num_constants(container, &count) != kAotiSuccess) {
-      return invalid(label + ": AOTInductorModelContainerGetNumConstants failed" + kSeeAbove);
-    }
-    for (size_t i = 0; i < count; ++i) {
-      ConstantInfo info;
-      const char* text = nullptr;
-      if (abi.get_constant_name(container, i, &text) != kAotiSuccess || !text) {
-        return invalid(label + ": AOTInductorModelContainerGetConstantName(" + std::to_string(i) + ") failed");
-      }
-      info.name = text;
-      text = nullptr;
-      if (abi.get_constant_original_fqn && abi.get_constant_original_fqn(container, i, &text) == kAotiSuccess && text)
-        info.fqn = text;
-      if (abi.get_constant_dtype) abi.get_constant_dtype(container, i, &info.dtype);
-      if (abi.get_constant_data_size) abi.get_constant_data_size(container, i, &info.data_size);
-      if (abi.get_constant_from_folded) abi.get_constant_from_folded(container, i, &info.folded);
-      list.push_back(std::move(info));
-    }
-    return list;
-  }
-
+  // What was prepared while the library loaded; without a Stager,
+  // times.upload_method says why.
   Prepared take_prepared(bool allowed) {
     times.upload_method = "pageable cudaMemcpy";
     if (!allowed) {
       times.upload_method += " (staging turned off)";
       return {};
     }
-    if (!preparing.valid()) return {};
+    if (!preparing.valid()) return {};  // too little to be worth it
     Prepared prepared = preparing.get();
     if (!prepared.stager) times.upload_method += " (staging unavailable: " + prepared.no_stager + ")";
     return prepared;
   }
 
   // AOTInductor's blob: the library allocates its constants (one cudaMalloc)
-  // and copies each out of the blob with cudaMemcpy, which this runtime
-  // provides (memcpy_route.h): large copies go through the Stager.
+  // and copies each out of the blob with a synchronous cudaMemcpy from
+  // pageable memory (6.6 GB/s on the H200 machine), which this runtime serves
+  // (memcpy_route.h). Where the GPU has room, the whole blob first goes up in
+  // one staged copy (every staging thread busy from start to end) into a
+  // scratch allocation, and each of the library's copies becomes a
+  // device-to-device copy out of it; otherwise each copy of 1 MiB or more is
+  // staged on its own, the pipeline filling and draining once per constant.
   Status load_blob(const PartWeights& weights, bool staged) {
     if (!abi.update_constants_from_blob) {
       return invalid(label + ": the library does not export AOTInductorModelUpdateConstantsFromBlob, so its "
                              "weights blob cannot be loaded");
     }
-    PTB_TRY(auto list, constants());
-    uint64_t needed = 0;
-    for (const auto& constant : list)
-      if (!constant.folded) needed += constant.data_size;
-    if (needed > weights.blob.size()) {
-      return invalid(weights.file + ": the weights blob '" + weights.blob_key + "' holds " +
-                     std::to_string(weights.blob.size()) + " bytes; " + label + "'s library reads " +
-                     std::to_string(needed) + " bytes of constants from it");
-    }
+    PTB_TRY(auto list, detail::list_constants(abi, container, label));
+    PTB_TRY(const uint64_t needed, detail::blob_bytes_needed(weights, list, label));
     auto start = Clock::now();
     Prepared prepared = take_prepared(staged);
     Stager* stager = prepared.stager.get();
+    DeviceMemory scratch;
     std::optional<BlobCopyRoute> route;
-    if (stager) {
-      route.emplace(weights.blob.data(), weights.blob.size(),
-                    [stager](void* device_ptr, const uint8_t* host, uint64_t bytes) -> std::string {
-                      HostToDevice copy{Bytes(host, bytes), device_ptr};
+    const uint8_t* host_blob = weights.blob.data();
+    if (stager && room_on_gpu(weights.blob.size()) &&
+        cudaMalloc(&scratch.data, weights.blob.size()) == cudaSuccess) {
+      HostToDevice whole{weights.blob, scratch.data};
+      Status uploaded = stager->copy(std::span<const HostToDevice>(&whole, 1));
+      if (!uploaded.ok()) return invalid(label + ": uploading " + weights.file + " '" + weights.blob_key + "': " +
+                                         uploaded.error().message);
+      const auto* device_blob = static_cast<const uint8_t*>(scratch.data);
+      route.emplace(host_blob, weights.blob.size(), 0,
+                    [host_blob, device_blob](void* target, const uint8_t* host, uint64_t bytes) -> std::string {
+                      cudaError_t code = ptb_cudart_cudaMemcpy(target, device_blob + (host - host_blob), bytes,
+                                                               cudaMemcpyDeviceToDevice);
+                      return code == cudaSuccess ? std::string() : cuda_error(code);
+                    });
+    } else if (stager) {
+      cudaGetLastError();  // a failed scratch allocation is not the library's error
+      route.emplace(host_blob, weights.blob.size(), kRouteAtLeast,
+                    [stager](void* target, const uint8_t* host, uint64_t bytes) -> std::string {
+                      HostToDevice copy{Bytes(host, bytes), target};
                       Status done = stager->copy(std::span<const HostToDevice>(&copy, 1));
                       return done.ok() ? std::string() : done.error().message;
                     });
     }
-    const int32_t code = abi.update_constants_from_blob(container, weights.blob.data());
+    const int32_t code = abi.update_constants_from_blob(container, host_blob);
     const uint64_t routed = route ? route->routed_bytes() : 0;
     const std::string failure = route ? route->failure() : std::string();
     route.reset();
@@ -221,67 +191,60 @@ class BuiltinModel final : public detail::ModelBackend {
     times.weights_ms = ms_since(start);
     times.weight_bytes = needed ? needed : weights.blob.size();
     if (routed > 0) {
-      times.upload_method = staging_text(*stager) + ", " + std::to_string(routed >> 20) + " of " +
-                            std::to_string(times.weight_bytes >> 20) + " MiB";
+      times.upload_method = staging_text(*stager) +
+                            (scratch.data ? " into a scratch copy on the GPU, then device-to-device, " : ", ") +
+                            std::to_string(routed >> 20) + " of " + std::to_string(times.weight_bytes >> 20) + " MiB";
     }
     return {};
+  }
+
+  // A view of each weight: GPU weights in the arena, CPU weights in host
+  // memory of their own.
+  Result<std::vector<AtenTensorHandle>> weight_views(const PartWeights& weights, const ArenaLayout& layout) {
+    auto* arena = static_cast<uint8_t*>(weight_arena.data);
+    std::vector<AtenTensorHandle> handles;
+    for (size_t i = 0; i < weights.tensors.size(); ++i) {
+      const FqnWeightBytes& weight = weights.tensors[i];
+      void* base = nullptr;
+      int32_t device_type = kDeviceCuda;
+      if (weight.meta.device_type == 1) {
+        base = arena + layout.offsets[i];
+      } else {
+        // Constants the library keeps on the CPU stay in host memory.
+        cpu_weights.emplace_back(weight.bytes.begin(), weight.bytes.end());
+        base = cpu_weights.back().data();
+        device_type = kDeviceCpu;
+      }
+      AtenTensorHandle handle = nullptr;
+      if (aoti_torch_create_tensor_from_blob(base, static_cast<int64_t>(weight.meta.sizes.size()),
+                                             weight.meta.sizes.data(), weight.meta.strides.data(),
+                                             weight.meta.storage_offset, weight.meta.dtype, device_type, device,
+                                             &handle) != kShimSuccess) {
+        return invalid(weights.file + ": weight '" + weight.meta.fqn + "' cannot be viewed as a tensor" + kSeeAbove);
+      }
+      bound_weights.emplace_back(handle);
+      handles.push_back(handle);
+    }
+    return handles;
   }
 
   // ExecuTorch's per-FQN weights: one allocation for all GPU weights, filled
   // by one staged upload, a view per weight bound as a user-managed constant.
   Status load_per_fqn(const PartWeights& weights, bool staged) {
-    PTB_TRY(auto list, constants());
-    std::unordered_map<std::string, std::vector<const ConstantInfo*>> by_fqn;
-    for (const auto& constant : list)
-      if (!constant.fqn.empty()) by_fqn[constant.fqn].push_back(&constant);
-    if (by_fqn.empty() && !weights.tensors.empty()) {
-      return invalid(label + ": the library names no constant by its FQN (AOTInductorModelContainerGet"
-                             "ConstantOriginalFQN), so its per-FQN weights in " + weights.file + " cannot be bound");
-    }
-    std::unordered_map<std::string, bool> given;
-    for (const auto& tensor : weights.tensors) given[tensor.meta.fqn] = true;
-    for (const auto& constant : list) {
-      if (!constant.folded && !constant.fqn.empty() && !given.count(constant.fqn)) {
-        return invalid(weights.file + ": no weight for constant '" + constant.fqn + "' of " + label + "'s library");
-      }
-    }
-    for (const FqnWeightBytes& weight : weights.tensors) {
-      auto found = by_fqn.find(weight.meta.fqn);
-      if (found == by_fqn.end()) {
-        return invalid(weights.file + ": weight '" + weight.meta.fqn + "' (entry '" + weight.meta.storage_key +
-                       "') is not a constant of " + label + "'s library");
-      }
-      const int32_t library_dtype = found->second.front()->dtype;
-      if (library_dtype >= 0 && library_dtype != weight.meta.dtype) {
-        return invalid(weights.file + ": weight '" + weight.meta.fqn + "' is " +
-                       scalar_type_name(static_cast<int8_t>(weight.meta.dtype)) + "; the library expects " +
-                       scalar_type_name(static_cast<int8_t>(library_dtype)));
-      }
-    }
-
+    PTB_TRY(auto list, detail::list_constants(abi, container, label));
+    PTB_TRY(const ConstantsByFqn by_fqn, detail::match_per_fqn(weights, list, label));
     auto start = Clock::now();
     Prepared prepared = take_prepared(staged);
-    std::vector<uint64_t> offsets(weights.tensors.size(), 0);
-    uint64_t arena_bytes = 0, total = 0;
-    for (size_t i = 0; i < weights.tensors.size(); ++i) {
-      total += weights.tensors[i].bytes.size();
-      if (weights.tensors[i].meta.device_type != 1) continue;
-      offsets[i] = arena_bytes;
-      arena_bytes += (weights.tensors[i].bytes.size() + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
-    }
-    if (arena_bytes > 0) {
-      cudaError_t code = cudaMalloc(&weight_arena.data, arena_bytes);
+    const ArenaLayout layout = detail::arena_layout(weights);
+    if (layout.bytes > 0) {
+      cudaError_t code = cudaMalloc(&weight_arena.data, layout.bytes);
       if (code != cudaSuccess) {
-        return invalid(label + ": allocating " + std::to_string(arena_bytes) + " bytes for the weights of " +
+        return invalid(label + ": allocating " + std::to_string(layout.bytes) + " bytes for the weights of " +
                        weights.file + ": " + cuda_error(code));
       }
     }
-    auto* arena = static_cast<uint8_t*>(weight_arena.data);
-    std::vector<HostToDevice> copies;
-    for (size_t i = 0; i < weights.tensors.size(); ++i) {
-      if (weights.tensors[i].meta.device_type == 1 && !weights.tensors[i].bytes.empty())
-        copies.push_back({weights.tensors[i].bytes, arena + offsets[i]});
-    }
+    const std::vector<HostToDevice> copies =
+        detail::arena_copies(weights, layout, static_cast<uint8_t*>(weight_arena.data));
     if (Stager* stager = prepared.stager.get()) {
       PTB_CHECK(stager->copy(copies));
       times.upload_method = staging_text(*stager);
@@ -292,70 +255,13 @@ class BuiltinModel final : public detail::ModelBackend {
         if (code != cudaSuccess) return invalid(label + ": uploading the weights of " + weights.file + ": " + cuda_error(code));
       }
     }
-
-    std::vector<ConstantEntry> pairs;
-    std::unordered_map<std::string, AtenTensorHandle> map;
-    for (size_t i = 0; i < weights.tensors.size(); ++i) {
-      const FqnWeightBytes& weight = weights.tensors[i];
-      const auto ndim = static_cast<int64_t>(weight.meta.sizes.size());
-      AtenTensorHandle handle = nullptr;
-      void* base = nullptr;
-      int32_t device_type = kDeviceCuda;
-      if (weight.meta.device_type == 1) {
-        base = arena + offsets[i];
-      } else {
-        // Constants the library keeps on the CPU stay in host memory.
-        cpu_weights.emplace_back(weight.bytes.begin(), weight.bytes.end());
-        base = cpu_weights.back().data();
-        device_type = kDeviceCpu;
-      }
-      if (aoti_torch_create_tensor_from_blob(base, ndim, weight.meta.sizes.data(), weight.meta.strides.data(),
-                                             weight.meta.storage_offset, weight.meta.dtype, device_type, device,
-                                             &handle) != kShimSuccess) {
-        return invalid(weights.file + ": weight '" + weight.meta.fqn + "' cannot be viewed as a tensor" + kSeeAbove);
-      }
-      bound_weights.emplace_back(handle);
-      for (const ConstantInfo* constant : by_fqn.find(weight.meta.fqn)->second) {
-        pairs.push_back({constant->name.c_str(), handle});
-        map[constant->name] = handle;
-      }
-    }
-    int32_t code = 0;
-    if (abi.update_user_managed_constant_buffer_pairs) {
-      code = abi.update_user_managed_constant_buffer_pairs(container, pairs.data(), pairs.size(), false, true);
-    } else if (abi.update_user_managed_constant_buffer) {
-      code = abi.update_user_managed_constant_buffer(container, &map, false, true);
-    } else {
-      return invalid(label + ": the library exports no user-managed constant entry point "
-                             "(AOTInductorModelContainerUpdateUserManagedConstantBuffer), so per-FQN weights cannot be bound");
-    }
-    if (code != kAotiSuccess) return invalid(label + ": binding the weights of " + weights.file + " failed" + kSeeAbove);
+    PTB_TRY(auto handles, weight_views(weights, layout));
+    PTB_CHECK(detail::bind_per_fqn(abi, container, weights, by_fqn, handles, label));
     cudaError_t synced = cudaDeviceSynchronize();
     if (synced != cudaSuccess) return invalid(label + ": uploading the weights: " + cuda_error(synced));
     times.weights_ms = ms_since(start);
-    times.weight_bytes = total;
+    times.weight_bytes = weights.total_bytes();
     return {};
-  }
-
-  Status check_constants_present(const PartWeights* weights) {
-    if (!abi.extract_constants_map) return {};
-    PTB_TRY(auto list, constants());
-    std::unordered_map<std::string, AtenTensorHandle> present;
-    if (abi.extract_constants_map(container, &present, false) != kAotiSuccess) return {};
-    std::string missing;
-    size_t count = 0;
-    for (const auto& constant : list) {
-      if (constant.folded || constant.data_size == 0) continue;
-      const std::string& key = constant.fqn.empty() ? constant.name : constant.fqn;
-      if (present.count(key)) continue;
-      if (++count <= 3) missing += (missing.empty() ? "" : ", ") + key;
-    }
-    if (count == 0) return {};
-    std::string from = weights && weights->layout != WeightsLayout::None
-                           ? std::string(" after loading ") + weights->file
-                           : std::string(" and the part has no weights");
-    return invalid(label + ": " + std::to_string(count) + " constants of the library have no value" + from + " (" +
-                   missing + (count > 3 ? ", ..." : "") + ")");
   }
 
   Status check_input_count(size_t given) const {
@@ -555,7 +461,7 @@ Result<std::unique_ptr<detail::ModelBackend>> load_builtin_model(const LoadReque
   model->label = request.label;
   code = cudaStreamCreateWithFlags(&model->stream, cudaStreamNonBlocking);
   if (code != cudaSuccess) return invalid(request.label + ": cudaStreamCreate: " + cuda_error(code));
-  if (request.weights && request.staged_upload && request.weights->total_bytes() >= kStageWeightsAtLeast)
+  if (request.weights && request.staged_upload && request.weights->total_bytes() >= detail::kStageWeightsAtLeast)
     model->preparing = prepare_upload(*request.weights, request.device);
 
   auto start = Clock::now();
@@ -595,7 +501,7 @@ Result<std::unique_ptr<detail::ModelBackend>> load_builtin_model(const LoadReque
   if (weights && weights->layout == WeightsLayout::Blob) PTB_CHECK(model->load_blob(*weights, request.staged_upload));
   if (weights && weights->layout == WeightsLayout::PerFqn)
     PTB_CHECK(model->load_per_fqn(*weights, request.staged_upload));
-  PTB_CHECK(model->check_constants_present(weights));
+  PTB_CHECK(detail::check_constants_present(model->abi, model->container, request.label, weights));
   return std::unique_ptr<detail::ModelBackend>(std::move(model));
 }
 

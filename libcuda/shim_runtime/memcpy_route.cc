@@ -9,6 +9,7 @@ namespace {
 struct Route {
   const uint8_t* begin = nullptr;
   const uint8_t* end = nullptr;
+  uint64_t min_bytes = 0;
   BlobCopyRoute::Copier copier;
   uint64_t routed = 0;
   std::string failure;
@@ -23,10 +24,10 @@ bool routed_kind(cudaMemcpyKind kind) { return kind == cudaMemcpyHostToDevice ||
 
 }  // namespace
 
-BlobCopyRoute::BlobCopyRoute(const uint8_t* blob, uint64_t size, Copier copier) {
+BlobCopyRoute::BlobCopyRoute(const uint8_t* blob, uint64_t size, uint64_t min_bytes, Copier copier) {
   route_owner.lock();
   std::lock_guard lock(route_state);
-  the_route = Route{blob, blob + size, std::move(copier), 0, {}};
+  the_route = Route{blob, blob + size, min_bytes, std::move(copier), 0, {}};
   active.store(&the_route, std::memory_order_release);
 }
 
@@ -57,7 +58,7 @@ extern "C" __attribute__((visibility("default"))) cudaError_t cudaMemcpy(void* d
   using namespace ptb::shim;
   Route* route = active.load(std::memory_order_acquire);
   const auto* from = static_cast<const uint8_t*>(src);
-  if (route && routed_kind(kind) && count >= kRouteAtLeast && from >= route->begin && from < route->end &&
+  if (route && routed_kind(kind) && count >= route->min_bytes && from >= route->begin && from < route->end &&
       count <= static_cast<uint64_t>(route->end - from)) {
     std::lock_guard lock(route_state);
     if (route->copier && route->failure.empty()) {

@@ -9,8 +9,9 @@
 // update_constants_from_blob copies each constant out of the weights blob
 // with a synchronous cudaMemcpy from pageable memory (6.6 GB/s on the H200
 // machine). While a BlobCopyRoute lives, host-to-device copies of at least
-// 1 MiB whose source lies in its blob go to its copier (a Stager), and
-// finish before cudaMemcpy returns, as the library expects.
+// its minimum size whose source lies in its blob go to its copier (a copy
+// out of the blob already uploaded, or a Stager), which the library sees as
+// its cudaMemcpy having finished.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -30,7 +31,7 @@ class BlobCopyRoute {
   // Returns an error text, or "" when the copy was made.
   using Copier = std::function<std::string(void* device, const uint8_t* host, uint64_t bytes)>;
   // One route at a time in the process; a second waits for the first.
-  BlobCopyRoute(const uint8_t* blob, uint64_t size, Copier copier);
+  BlobCopyRoute(const uint8_t* blob, uint64_t size, uint64_t min_bytes, Copier copier);
   ~BlobCopyRoute();
   BlobCopyRoute(const BlobCopyRoute&) = delete;
   BlobCopyRoute& operator=(const BlobCopyRoute&) = delete;

@@ -6,10 +6,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 
+#include "ptbundle/base/sha256.h"
 #include "ptbundle/cuda/runner_config.h"
 
 namespace ptb::detail {
@@ -66,13 +70,43 @@ class PrivateFolder {
   std::string file_;
 };
 
+// The libraries this process has open, by the SHA-256 of their bytes. A
+// second model of the same library (another part with the same bytes, the
+// same part loaded again, per-FQN and blob weights side by side) shares the
+// first one's dlopen: on the H200 machine a second copy of a link_libtorch=False
+// library, opened while the first had run, crashed in std::regex inside
+// AOTInductorModelContainerCreateWithDevice, while a second container of the
+// same copy did not. Such a library links libstdc++ statically and exports
+// all of it; whatever it keeps process-wide, one copy of each library keeps
+// it once. AOTInductor's model containers are independent of each other
+// within one library.
+struct OpenLibraries {
+  std::mutex mutex;
+  std::map<std::string, std::weak_ptr<void>> by_digest;
+};
+
+OpenLibraries& open_libraries() {
+  static OpenLibraries* libraries = new OpenLibraries;  // never destroyed: used until exit
+  return *libraries;
+}
+
 }  // namespace
 
 Result<LoadedLibrary> LoadedLibrary::open(Bytes bytes, const std::string& file_name, const std::string& origin) {
+  const std::string digest = to_hex(sha256(bytes));
+  OpenLibraries& libraries = open_libraries();
+  std::lock_guard lock(libraries.mutex);
+  LoadedLibrary library;
+  if (auto found = libraries.by_digest.find(digest); found != libraries.by_digest.end()) {
+    library.handle_ = found->second.lock();
+    if (library.handle_) return library;
+  }
   PTB_TRY(PrivateFolder folder, PrivateFolder::create());
   PTB_TRY(std::string path, folder.write(file_name, bytes));
   // RTLD_NOW: a missing symbol fails here, with its name, rather than at
   // the first call; RTLD_LOCAL: two parts' libraries export the same names.
+  // Not RTLD_DEEPBIND: a link_libtorch=False library opened with it crashed
+  // in its first std::regex on the H200 machine.
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     std::string why = ::dlerror();
@@ -82,30 +116,16 @@ Result<LoadedLibrary> LoadedLibrary::open(Bytes bytes, const std::string& file_n
     }
     return invalid(origin + ": cannot load the library: " + why + hint);
   }
-  LoadedLibrary library;
-  library.handle_ = handle;
+  library.handle_ = std::shared_ptr<void>(handle, [](void* opened) { ::dlclose(opened); });
+  libraries.by_digest[digest] = library.handle_;
   return library;  // the folder and its file are removed here; the mapping stays
 }
 
-LoadedLibrary::LoadedLibrary(LoadedLibrary&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
-
-LoadedLibrary& LoadedLibrary::operator=(LoadedLibrary&& other) noexcept {
-  if (this != &other) {
-    if (handle_) ::dlclose(handle_);
-    handle_ = std::exchange(other.handle_, nullptr);
-  }
-  return *this;
-}
-
-LoadedLibrary::~LoadedLibrary() {
-  if (handle_) ::dlclose(handle_);
-}
-
-void* LoadedLibrary::symbol(const char* name) const { return handle_ ? ::dlsym(handle_, name) : nullptr; }
+void* LoadedLibrary::symbol(const char* name) const { return handle_ ? ::dlsym(handle_.get(), name) : nullptr; }
 
 uintptr_t LoadedLibrary::load_bias() const {
   link_map* map = nullptr;
-  if (!handle_ || ::dlinfo(handle_, RTLD_DI_LINKMAP, &map) != 0 || !map) return 0;
+  if (!handle_ || ::dlinfo(handle_.get(), RTLD_DI_LINKMAP, &map) != 0 || !map) return 0;
   return static_cast<uintptr_t>(map->l_addr);
 }
 

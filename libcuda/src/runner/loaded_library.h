@@ -1,10 +1,12 @@
 // A shared library opened from bytes in memory, as ExecuTorch's CUDA backend
 // opens the library stored in a .pte: written to a private folder, opened
 // with dlopen, and the folder removed before open() returns, whether dlopen
-// succeeded or not, so no copy of the library is left behind.
+// succeeded or not, so no copy of the library is left behind. The same bytes
+// opened again share the first dlopen while it lives.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "ptbundle/base/file.h"
@@ -19,11 +21,6 @@ class LoadedLibrary {
   static Result<LoadedLibrary> open(Bytes bytes, const std::string& file_name, const std::string& origin);
 
   LoadedLibrary() = default;
-  LoadedLibrary(LoadedLibrary&& other) noexcept;
-  LoadedLibrary& operator=(LoadedLibrary&& other) noexcept;
-  LoadedLibrary(const LoadedLibrary&) = delete;
-  LoadedLibrary& operator=(const LoadedLibrary&) = delete;
-  ~LoadedLibrary();
 
   // nullptr when the library does not export `name`.
   void* symbol(const char* name) const;
@@ -31,7 +28,9 @@ class LoadedLibrary {
   uintptr_t load_bias() const;
 
  private:
-  void* handle_ = nullptr;
+  // Shared by every LoadedLibrary of the same bytes (loaded_library.cc says
+  // why); dlclose'd with the last.
+  std::shared_ptr<void> handle_;
 };
 
 // Loads LibTorch's own libraries with RTLD_GLOBAL (once per process): a

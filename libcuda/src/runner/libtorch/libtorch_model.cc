@@ -30,43 +30,20 @@
 #include "runner/cuda_error.h"
 #include "runtime_module.h"
 #include "runner/loaded_library.h"
+#include "runner/model_constants.h"
 
 namespace ptb {
 
 using detail::AotiAbi;
-using detail::ConstantEntry;
+using detail::Clock;
+using detail::kSeeAbove;
+using detail::kStageWeightsAtLeast;
+using detail::ms_since;
+using detail::staging_text;
 using detail::cuda_error;
 using detail::kAotiSuccess;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-constexpr const char* kSeeAbove = " (the library printed its reason on stderr)";
-
-// Below this, setting up the pinned buffers (a few ms) costs more than
-// staging saves.
-constexpr uint64_t kStageWeightsAtLeast = 16ull << 20;
-
-// Each weight starts at a multiple of this in the per-FQN arena: a multiple
-// of every element size, and what cudaMalloc itself guarantees.
-constexpr uint64_t kWeightAlignment = 256;
-
-std::string staging_text(const Stager& stager) {
-  const StagingOptions& options = stager.options();
-  std::string where = stager.cpus().empty() ? std::string()
-                                            : " on the " + std::to_string(stager.cpus().size()) + " CPUs near the GPU";
-  char busy[96];
-  std::snprintf(busy, sizeof busy, "; %llu copies took %.2f ms", static_cast<unsigned long long>(stager.calls()),
-                stager.busy_ms());
-  return "staged through pinned buffers (" + std::to_string(options.threads) + " threads x " +
-         std::to_string(options.buffers_per_thread) + " x " + std::to_string(options.chunk_bytes >> 20) + " MiB" +
-         where + busy + ")";
-}
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 std::string first_line(const char* text) {
   std::string line(text);
@@ -111,34 +88,6 @@ HostTensor to_host(const at::Tensor& tensor) {
   return host;
 }
 
-// Maps the pages of `bytes` ahead of the copy (MADV_POPULATE_READ, Linux
-// 5.14+; elsewhere the copy faults them in as before).
-void fault_in(Bytes bytes) {
-  if (bytes.empty()) return;
-  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto begin = reinterpret_cast<uintptr_t>(bytes.data()) & ~(page - 1);
-  const auto end = reinterpret_cast<uintptr_t>(bytes.data() + bytes.size());
-  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ);
-}
-
-// Where each per-FQN weight that lives on the GPU goes in their shared
-// allocation.
-struct ArenaLayout {
-  std::vector<uint64_t> offsets;  // by weight; 0 for weights kept on the CPU
-  uint64_t bytes = 0;
-};
-
-ArenaLayout arena_layout(const PartWeights& weights) {
-  ArenaLayout layout;
-  layout.offsets.assign(weights.tensors.size(), 0);
-  for (size_t i = 0; i < weights.tensors.size(); ++i) {
-    if (weights.tensors[i].meta.device_type != 1) continue;
-    layout.offsets[i] = layout.bytes;
-    layout.bytes += (weights.tensors[i].bytes.size() + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
-  }
-  return layout;
-}
-
 at::Tensor allocate_arena(uint64_t bytes, int device) {
   return at::empty({static_cast<int64_t>(bytes)},
                    at::TensorOptions().dtype(at::kByte).device(at::Device(at::kCUDA, device_index(device))));
@@ -154,26 +103,17 @@ struct Prepared {
 std::future<Prepared> prepare_upload(const PartWeights& weights, int device) {
   return std::async(std::launch::async, [&weights, device] {
     Prepared prepared;
-    if (weights.layout == WeightsLayout::Blob) fault_in(weights.blob);
-    for (const FqnWeightBytes& weight : weights.tensors) fault_in(weight.bytes);
+    detail::fault_in(weights);
     auto created = Stager::create(device, default_staging_options());
     if (created.ok()) prepared.stager = std::move(created).value();
     else prepared.no_stager = created.error().message;
     if (weights.layout == WeightsLayout::PerFqn) {
       c10::cuda::CUDAGuard guard(device_index(device));
-      prepared.arena = allocate_arena(arena_layout(weights).bytes, device);
+      prepared.arena = allocate_arena(detail::arena_layout(weights).bytes, device);
     }
     return prepared;
   });
 }
-
-struct ConstantInfo {
-  std::string name;
-  std::string fqn;
-  int32_t dtype = -1;  // -1: the library does not say
-  size_t data_size = 0;
-  bool folded = false;
-};
 
 }  // namespace
 
@@ -198,31 +138,6 @@ struct LibTorchModel {
     if (container) abi.destroy(container);
   }
 
-  Result<std::vector<ConstantInfo>> constants() const {
-    std::vector<ConstantInfo> list;
-    if (!abi.get_num_constants || !abi.get_constant_name) return list;
-    size_t count = 0;
-    if (abi.get_num_constants(container, &count) != kAotiSuccess) {
-      return invalid(label + ": AOTInductorModelContainerGetNumConstants failed" + kSeeAbove);
-    }
-    for (size_t i = 0; i < count; ++i) {
-      ConstantInfo info;
-      const char* text = nullptr;
-      if (abi.get_constant_name(container, i, &text) != kAotiSuccess || !text) {
-        return invalid(label + ": AOTInductorModelContainerGetConstantName(" + std::to_string(i) + ") failed");
-      }
-      info.name = text;
-      text = nullptr;
-      if (abi.get_constant_original_fqn && abi.get_constant_original_fqn(container, i, &text) == kAotiSuccess && text)
-        info.fqn = text;
-      if (abi.get_constant_dtype) abi.get_constant_dtype(container, i, &info.dtype);
-      if (abi.get_constant_data_size) abi.get_constant_data_size(container, i, &info.data_size);
-      if (abi.get_constant_from_folded) abi.get_constant_from_folded(container, i, &info.folded);
-      list.push_back(std::move(info));
-    }
-    return list;
-  }
-
   // What was prepared while the library loaded; without a Stager,
   // times.upload_method says why.
   Prepared take_prepared(bool allowed) {
@@ -242,16 +157,8 @@ struct LibTorchModel {
       return invalid(label + ": the library does not export AOTInductorModelUpdateConstantsFromBlob, so it cannot "
                              "take the weights blob " + weights.blob_key + " of " + weights.file);
     }
-    PTB_TRY(auto list, constants());
-    uint64_t needed = 0;
-    for (const auto& constant : list)
-      if (!constant.folded) needed += constant.data_size;
-    if (abi.get_constant_data_size && weights.blob.size() < needed) {
-      return invalid(weights.file + ": weights blob '" + weights.blob_key + "' holds " +
-                     std::to_string(weights.blob.size()) + " bytes; the " + std::to_string(list.size()) +
-                     " constants of " + label + "'s library need " + std::to_string(needed) +
-                     " (the blob is short: export the part again)");
-    }
+    PTB_TRY(auto list, detail::list_constants(abi, container, label));
+    PTB_TRY(const uint64_t needed, detail::blob_bytes_needed(weights, list, label));
     auto start = Clock::now();
     std::unique_ptr<Stager> stager = take_prepared(staged).stager;
     std::optional<detail::CopyRedirect> redirect;
@@ -278,52 +185,19 @@ struct LibTorchModel {
   }
 
   Status load_per_fqn(const PartWeights& weights, bool staged) {
-    PTB_TRY(auto list, constants());
-    std::unordered_map<std::string, std::vector<const ConstantInfo*>> by_fqn;
-    for (const auto& constant : list)
-      if (!constant.fqn.empty()) by_fqn[constant.fqn].push_back(&constant);
-    if (by_fqn.empty() && !weights.tensors.empty()) {
-      return invalid(label + ": the library names no constant by its FQN (AOTInductorModelContainerGet"
-                             "ConstantOriginalFQN), so its per-FQN weights in " + weights.file + " cannot be bound");
-    }
-    std::unordered_map<std::string, bool> given;
-    for (const auto& tensor : weights.tensors) given[tensor.meta.fqn] = true;
-    for (const auto& constant : list) {
-      if (!constant.folded && !constant.fqn.empty() && !given.count(constant.fqn)) {
-        return invalid(weights.file + ": no weight for constant '" + constant.fqn + "' of " + label + "'s library");
-      }
-    }
-    for (const FqnWeightBytes& weight : weights.tensors) {
-      auto found = by_fqn.find(weight.meta.fqn);
-      if (found == by_fqn.end()) {
-        return invalid(weights.file + ": weight '" + weight.meta.fqn + "' (entry '" + weight.meta.storage_key +
-                       "') is not a constant of " + label + "'s library");
-      }
-      const int32_t library_dtype = found->second.front()->dtype;
-      if (library_dtype >= 0 && library_dtype != weight.meta.dtype) {
-        return invalid(weights.file + ": weight '" + weight.meta.fqn + "' is " +
-                       scalar_type_name(static_cast<int8_t>(weight.meta.dtype)) + "; the library expects " +
-                       scalar_type_name(static_cast<int8_t>(library_dtype)));
-      }
-    }
-
+    PTB_TRY(auto list, detail::list_constants(abi, container, label));
+    PTB_TRY(const detail::ConstantsByFqn by_fqn, detail::match_per_fqn(weights, list, label));
     auto start = Clock::now();
     // The GPU weights share one allocation (made while the library loaded,
     // when staging), filled by one staged upload; each weight is a view into
     // it at an aligned offset.
     Prepared prepared = take_prepared(staged);
-    const ArenaLayout layout = arena_layout(weights);
+    const detail::ArenaLayout layout = detail::arena_layout(weights);
     const std::vector<uint64_t>& arena_offset = layout.offsets;
     const at::Device gpu(at::kCUDA, device_index(device));
     at::Tensor arena = prepared.arena.defined() ? prepared.arena : allocate_arena(layout.bytes, device);
     auto* arena_base = static_cast<uint8_t*>(arena.data_ptr());
-    std::vector<HostToDevice> copies;
-    uint64_t total = 0;
-    for (size_t i = 0; i < weights.tensors.size(); ++i) {
-      total += weights.tensors[i].bytes.size();
-      if (weights.tensors[i].meta.device_type == 1 && !weights.tensors[i].bytes.empty())
-        copies.push_back({weights.tensors[i].bytes, arena_base + arena_offset[i]});
-    }
+    const std::vector<HostToDevice> copies = detail::arena_copies(weights, layout, arena_base);
     if (Stager* stager = prepared.stager.get()) {
       PTB_CHECK(stager->copy(copies));
       times.upload_method = staging_text(*stager);
@@ -334,8 +208,7 @@ struct LibTorchModel {
       }
     }
 
-    std::vector<ConstantEntry> pairs;
-    std::unordered_map<std::string, AtenTensorHandle> map;
+    std::vector<AtenTensorHandle> handles;
     for (size_t i = 0; i < weights.tensors.size(); ++i) {
       const FqnWeightBytes& weight = weights.tensors[i];
       const auto dtype = static_cast<c10::ScalarType>(weight.meta.dtype);
@@ -353,54 +226,14 @@ struct LibTorchModel {
         *view = at::empty({0}, at::TensorOptions().dtype(dtype));
         view->set_(storage.storage(), weight.meta.storage_offset, weight.meta.sizes, weight.meta.strides);
       }
-      AtenTensorHandle handle = handle_of(view.get());
-      for (const ConstantInfo* constant : by_fqn.find(weight.meta.fqn)->second) {
-        pairs.push_back({constant->name.c_str(), handle});
-        map[constant->name] = handle;
-      }
+      handles.push_back(handle_of(view.get()));
       bound_weights.push_back(std::move(view));
     }
-    int32_t code = 0;
-    if (abi.update_user_managed_constant_buffer_pairs) {
-      code = abi.update_user_managed_constant_buffer_pairs(container, pairs.data(), pairs.size(), false, true);
-    } else if (abi.update_user_managed_constant_buffer) {
-      code = abi.update_user_managed_constant_buffer(container, &map, false, true);
-    } else if (abi.update_constant_buffer) {
-      code = abi.update_constant_buffer(container, &map, false, true);
-    } else {
-      return invalid(label + ": the library exports no constant-buffer entry point "
-                             "(AOTInductorModelContainerUpdateUserManagedConstantBuffer), so per-FQN weights cannot be bound");
-    }
-    if (code != kAotiSuccess) {
-      return invalid(label + ": binding the weights of " + weights.file + " failed" + kSeeAbove);
-    }
+    PTB_CHECK(detail::bind_per_fqn(abi, container, weights, by_fqn, handles, label));
     c10::cuda::device_synchronize();
     times.weights_ms = ms_since(start);
-    times.weight_bytes = total;
+    times.weight_bytes = weights.total_bytes();
     return {};
-  }
-
-  // After loading: every constant the library reads must be there, or its
-  // first run reads through a null pointer on the GPU.
-  Status check_constants_present(const PartWeights* weights) {
-    if (!abi.extract_constants_map) return {};
-    PTB_TRY(auto list, constants());
-    std::unordered_map<std::string, AtenTensorHandle> present;
-    if (abi.extract_constants_map(container, &present, false) != kAotiSuccess) return {};
-    std::string missing;
-    size_t count = 0;
-    for (const auto& constant : list) {
-      if (constant.folded || constant.data_size == 0) continue;
-      const std::string& key = constant.fqn.empty() ? constant.name : constant.fqn;
-      if (present.count(key)) continue;
-      if (++count <= 3) missing += (missing.empty() ? "" : ", ") + key;
-    }
-    if (count == 0) return {};
-    std::string from = weights && weights->layout != WeightsLayout::None
-                           ? std::string(" after loading ") + weights->file
-                           : std::string(" and the part has no weights");
-    return invalid(label + ": " + std::to_string(count) + " constants of the library have no value" + from + " (" +
-                   missing + (count > 3 ? ", ..." : "") + ")");
   }
 
   Status check_input_count(size_t given) const {
@@ -492,7 +325,7 @@ Result<std::unique_ptr<LibTorchModel>> load_model(const LoadRequest& request) {
       PTB_CHECK(state->load_blob(*weights, request.library, request.staged_upload));
     if (weights && weights->layout == WeightsLayout::PerFqn)
       PTB_CHECK(state->load_per_fqn(*weights, request.staged_upload));
-    PTB_CHECK(state->check_constants_present(weights));
+    PTB_CHECK(detail::check_constants_present(state->abi, state->container, request.label, weights));
 
     return state;
   });
