@@ -39,13 +39,6 @@ using namespace ptb::bench;
 
 namespace {
 
-struct Options {
-  double gib = 4.0;
-  std::string cli;
-  std::string dir;
-  bool keep = false;  // leave the source part for profiling by hand
-};
-
 // `bytes` pseudo-random bytes (xorshift), written 4 MiB at a time.
 bool write_random_file(const fs::path& path, uint64_t bytes) {
   std::vector<uint64_t> buffer((4u << 20) / sizeof(uint64_t));
@@ -116,21 +109,7 @@ bool make_source(const fs::path& work, const fs::path& library_path, uint64_t by
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options options;
-  options.cli = (fs::path(argv[0]).parent_path() / ".." / "apps" / "ptbundle").string();
-  options.dir = fs::temp_directory_path().string();
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "--keep") {
-      options.keep = true;
-      continue;
-    }
-    if (i + 1 >= argc) break;
-    std::string value = argv[++i];
-    if (flag == "--gib") options.gib = std::stod(value);
-    else if (flag == "--cli") options.cli = value;
-    else if (flag == "--dir") options.dir = value;
-  }
+  const BenchOptions options = parse_bench_options(argc, argv, /*gib=*/4.0);
   if (!fs::exists(options.cli)) {
     std::printf("SKIPPED bench_export: no ptbundle binary at %s (pass --cli)\n", options.cli.c_str());
     return 0;

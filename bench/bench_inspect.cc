@@ -30,6 +30,7 @@ namespace fs = std::filesystem;
 using namespace ptb;
 using ptb::test::put_u32;
 using ptb::test::put_u64;
+using ptb::test::ptd_header;
 
 namespace {
 
@@ -80,14 +81,7 @@ void make_ptd(const fs::path& path, uint64_t blob_size) {
   flatbuffers::FlatBufferBuilder builder;
   builder.Finish(fb::ptd::FlatTensor::Pack(builder, &tensor), fb::ptd::FlatTensorIdentifier());
   uint64_t base = align_to(builder.GetSize() + 48, 128);
-  std::vector<uint8_t> header(48, 0);
-  std::memcpy(header.data(), "FH01", 4);
-  put_u32(header, 4, 40);
-  put_u64(header, 8, 48);
-  put_u64(header, 16, builder.GetSize());
-  put_u64(header, 24, base);
-  put_u64(header, 32, kBlobs * blob_size);
-  write_sparse(path, splice(builder, header), base + kBlobs * blob_size);
+  write_sparse(path, splice(builder, ptd_header(builder.GetSize(), base, kBlobs * blob_size)), base + kBlobs * blob_size);
 }
 
 // One method whose kBlobs named-data segments hold `blob_size` bytes each.

@@ -33,32 +33,9 @@ using namespace ptb::bench;
 
 namespace {
 
-struct Options {
-  double gib = 2.0;
-  int runs = 5;
-  std::string cli;
-  std::string dir;
-  bool keep = false;  // leave the inputs for profiling by hand
-};
-
 std::vector<uint8_t> read_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// Removes the work folder on every way out: the inputs are 10 GiB.
-struct RemoveOnExit {
-  fs::path path;
-  bool keep = false;
-  ~RemoveOnExit() {
-    std::error_code ec;
-    if (!path.empty() && !keep) fs::remove_all(path, ec);
-  }
-};
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 // A weights file with a pattern that varies across the file, written in 1 MiB
@@ -78,22 +55,7 @@ bool write_weights(const fs::path& path, uint64_t size) {
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  Options options;
-  options.cli = (fs::path(argv[0]).parent_path() / ".." / "apps" / "ptbundle").string();
-  options.dir = fs::temp_directory_path().string();
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "--keep") {
-      options.keep = true;
-      continue;
-    }
-    if (i + 1 >= argc) break;
-    std::string value = argv[++i];
-    if (flag == "--gib") options.gib = std::atof(value.c_str());
-    else if (flag == "--runs") options.runs = std::max(1, std::atoi(value.c_str()));
-    else if (flag == "--cli") options.cli = value;
-    else if (flag == "--dir") options.dir = value;
-  }
+  const BenchOptions options = parse_bench_options(argc, argv, /*gib=*/2.0, /*runs=*/5);
   fs::path fixtures = find_fixtures();
   if (fixtures.empty()) {
     std::printf("SKIPPED bench_merge: ../shared/fixtures not found (set PTB_FIXTURES)\n");

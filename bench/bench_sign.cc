@@ -40,29 +40,6 @@ using namespace ptb::bench;
 
 namespace {
 
-struct Options {
-  double gib = 4.0;
-  int parts = 8;
-  int runs = 3;
-  std::string cli;
-  std::string dir;
-  bool keep = false;
-};
-
-struct RemoveOnExit {
-  fs::path path;
-  bool keep = false;
-  ~RemoveOnExit() {
-    std::error_code ec;
-    if (!path.empty() && !keep) fs::remove_all(path, ec);
-  }
-};
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
 // named_sm90's data file plus `blob_size` random bytes stored under their SHA-256.
 void write_source_data(const fs::path& fixtures, const fs::path& out, uint64_t blob_size) {
   std::vector<uint8_t> blob(blob_size);
@@ -92,7 +69,7 @@ void write_key(const fs::path& key, const fs::path& pub) {
   EVP_PKEY_free(pkey);
 }
 
-void export_bundle(const Options& options, const fs::path& fixtures, const fs::path& data, const fs::path& bundle, int parts) {
+void export_bundle(const BenchOptions& options, const fs::path& fixtures, const fs::path& data, const fs::path& bundle, int parts) {
   std::vector<std::string> argv = {options.cli, "export", "-o", bundle.string()};
   for (int p = 0; p < parts; ++p) {
     argv.push_back("--part");
@@ -147,23 +124,7 @@ Timing time_hash_folder(const fs::path& dir, bool content_keys) {
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  Options options;
-  options.cli = (fs::path(argv[0]).parent_path() / ".." / "apps" / "ptbundle").string();
-  options.dir = fs::temp_directory_path().string();
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "--keep") {
-      options.keep = true;
-      continue;
-    }
-    if (i + 1 >= argc) break;
-    std::string value = argv[++i];
-    if (flag == "--gib") options.gib = std::atof(value.c_str());
-    else if (flag == "--parts") options.parts = std::max(1, std::atoi(value.c_str()));
-    else if (flag == "--runs") options.runs = std::max(1, std::atoi(value.c_str()));
-    else if (flag == "--cli") options.cli = value;
-    else if (flag == "--dir") options.dir = value;
-  }
+  const BenchOptions options = parse_bench_options(argc, argv, /*gib=*/4.0, /*runs=*/3, /*parts=*/8);
   const fs::path fixtures = find_fixtures();
   if (fixtures.empty()) {
     std::printf("SKIPPED bench_sign: ../shared/fixtures not found (set PTB_FIXTURES)\n");

@@ -1,5 +1,6 @@
-// What the benchmarks share: stopping with a message, the fixtures folder,
-// and running a command as a child to time it and read its peak memory.
+// What the benchmarks share: stopping with a message, their options, the
+// fixtures folder, a work folder removed on the way out, medians, and running
+// a command as a child to time it and read its peak memory.
 #pragma once
 
 #include <errno.h>
@@ -7,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +33,60 @@ T need(Result<T> result) {
 
 inline void need(const Status& status) {
   if (!status.ok()) fail(status.error().message);
+}
+
+// The options the benchmarks take, each using those it needs: --gib N (the
+// size of what it makes), --parts N, --runs N, --cli PATH (the ptbundle
+// binary; by default the one built beside the benchmark), --dir DIR (where
+// its inputs go; by default the temporary folder) and --keep (leave them for
+// profiling by hand).
+struct BenchOptions {
+  double gib = 0;
+  int runs = 0;
+  int parts = 0;
+  std::string cli;
+  std::string dir;
+  bool keep = false;
+};
+
+// The command line's options; the sizes it leaves out are the benchmark's defaults.
+inline BenchOptions parse_bench_options(int argc, char** argv, double gib, int runs = 3, int parts = 8) {
+  BenchOptions options;
+  options.gib = gib;
+  options.runs = runs;
+  options.parts = parts;
+  options.cli = (std::filesystem::path(argv[0]).parent_path() / ".." / "apps" / "ptbundle").string();
+  options.dir = std::filesystem::temp_directory_path().string();
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "--keep") {
+      options.keep = true;
+      continue;
+    }
+    if (i + 1 >= argc) break;
+    std::string value = argv[++i];
+    if (flag == "--gib") options.gib = std::atof(value.c_str());
+    else if (flag == "--parts") options.parts = std::max(1, std::atoi(value.c_str()));
+    else if (flag == "--runs") options.runs = std::max(1, std::atoi(value.c_str()));
+    else if (flag == "--cli") options.cli = value;
+    else if (flag == "--dir") options.dir = value;
+  }
+  return options;
+}
+
+// Removes the work folder on every way out (the inputs are gigabytes), unless kept.
+struct RemoveOnExit {
+  std::filesystem::path path;
+  bool keep = false;
+  ~RemoveOnExit() {
+    std::error_code ec;
+    if (!path.empty() && !keep) std::filesystem::remove_all(path, ec);
+  }
+};
+
+inline double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
 }
 
 // PTB_FIXTURES, or ../shared/fixtures from the working folder or the source

@@ -19,6 +19,19 @@ inline void put_u64(std::vector<uint8_t>& bytes, size_t offset, uint64_t value) 
   for (int i = 0; i < 8; ++i) bytes[offset + i] = static_cast<uint8_t>(value >> (8 * i));
 }
 
+// A .ptd's "FH01" header (40 bytes, padded to 48), which ExecuTorch's
+// serializer splices in after the flatbuffer's root offset and identifier.
+inline std::vector<uint8_t> ptd_header(uint64_t flatbuffer_size, uint64_t segment_base_offset, uint64_t segment_data_size) {
+  std::vector<uint8_t> header(48, 0);
+  std::memcpy(header.data(), "FH01", 4);
+  put_u32(header, 4, 40);
+  put_u64(header, 8, 48);  // the flatbuffer's offset: after the padded header
+  put_u64(header, 16, flatbuffer_size);
+  put_u64(header, 24, segment_base_offset);
+  put_u64(header, 32, segment_data_size);
+  return header;
+}
+
 // The finished flatbuffer `flatbuffer` (`size` bytes) with `header` spliced
 // in after its root offset and identifier, the root offset moved past it;
 // then zeros up to `base` (at least size + header.size()) and `segments`.

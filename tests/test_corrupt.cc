@@ -159,13 +159,7 @@ std::vector<uint8_t> edited_cuda_ptd(const std::function<void(fb::ptd::FlatTenso
   builder.Finish(fb::ptd::FlatTensor::Pack(builder, tensor.get()), fb::ptd::FlatTensorIdentifier());
   const uint64_t old_base = 384;
   uint64_t base = (builder.GetSize() + 48 + 127) / 128 * 128;
-  std::vector<uint8_t> header(48, 0);
-  std::memcpy(header.data(), "FH01", 4);
-  put_u32(header, 4, 40);
-  put_u64(header, 8, 48);
-  put_u64(header, 16, builder.GetSize());
-  put_u64(header, 24, base);
-  put_u64(header, 32, original.size() - old_base);
+  std::vector<uint8_t> header = ptd_header(builder.GetSize(), base, original.size() - old_base);
   return splice(builder, header, base, Bytes(original.data() + old_base, original.size() - old_base));
 }
 
