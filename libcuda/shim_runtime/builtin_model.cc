@@ -470,32 +470,13 @@ Result<std::unique_ptr<detail::ModelBackend>> load_builtin_model(const LoadReque
   PTB_TRY(model->abi, AotiAbi::bind(model->library, request.library_origin));
   if (request.library_checks_inputs) setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", 1);
 
-  start = Clock::now();
-  const std::string device = "cuda:" + std::to_string(request.device);
-  detail::ContainerHandle container = nullptr;
-  if (model->abi.create_with_device(&container, 1, device.c_str(), nullptr) != kAotiSuccess || !container) {
-    return invalid(request.label + ": AOTInductorModelContainerCreateWithDevice(" + device + ") failed" + kSeeAbove);
-  }
-  model->container = container;
-  model->times.create_ms = ms_since(start);
-
-  size_t inputs = 0, outputs = 0;
-  if (model->abi.get_num_inputs(container, &inputs) != kAotiSuccess ||
-      model->abi.get_num_outputs(container, &outputs) != kAotiSuccess) {
-    return invalid(request.label + ": the library does not say how many inputs and outputs it has" + kSeeAbove);
-  }
-  for (size_t i = 0; i < inputs; ++i) {
-    const char* name = nullptr;
-    if (model->abi.get_input_name) model->abi.get_input_name(container, i, &name);
-    model->inputs_named.push_back(name ? name : "input " + std::to_string(i));
-  }
-  for (size_t i = 0; i < outputs; ++i) {
-    const char* name = nullptr;
-    if (model->abi.get_output_name) model->abi.get_output_name(container, i, &name);
-    model->outputs_named.push_back(name ? name : "output " + std::to_string(i));
-  }
-  model->input_handles.resize(inputs);
-  model->output_handles.resize(outputs);
+  PTB_TRY(detail::Container container, detail::create_container(model->abi, request.device, request.label));
+  model->container = container.handle;
+  model->times.create_ms = container.create_ms;
+  model->inputs_named = std::move(container.inputs);
+  model->outputs_named = std::move(container.outputs);
+  model->input_handles.resize(model->inputs_named.size());
+  model->output_handles.resize(model->outputs_named.size());
 
   const PartWeights* weights = request.weights;
   if (weights && weights->layout == WeightsLayout::Blob) PTB_CHECK(model->load_blob(*weights, request.staged_upload));

@@ -13,6 +13,33 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
+Result<Container> create_container(const AotiAbi& abi, int device, const std::string& label) {
+  const auto start = Clock::now();
+  const std::string where = "cuda:" + std::to_string(device);
+  Container container;
+  if (abi.create_with_device(&container.handle, 1, where.c_str(), nullptr) != kAotiSuccess || !container.handle) {
+    return invalid(label + ": AOTInductorModelContainerCreateWithDevice(" + where + ") failed" + kSeeAbove);
+  }
+  container.create_ms = ms_since(start);
+  size_t inputs = 0, outputs = 0;
+  if (abi.get_num_inputs(container.handle, &inputs) != kAotiSuccess ||
+      abi.get_num_outputs(container.handle, &outputs) != kAotiSuccess) {
+    abi.destroy(container.handle);
+    return invalid(label + ": the library does not say how many inputs and outputs it has" + kSeeAbove);
+  }
+  for (size_t i = 0; i < inputs; ++i) {
+    const char* name = nullptr;
+    if (abi.get_input_name) abi.get_input_name(container.handle, i, &name);
+    container.inputs.push_back(name ? name : "input " + std::to_string(i));
+  }
+  for (size_t i = 0; i < outputs; ++i) {
+    const char* name = nullptr;
+    if (abi.get_output_name) abi.get_output_name(container.handle, i, &name);
+    container.outputs.push_back(name ? name : "output " + std::to_string(i));
+  }
+  return container;
+}
+
 Result<std::vector<ConstantInfo>> list_constants(const AotiAbi& abi, ContainerHandle container,
                                                  const std::string& label) {
   std::vector<ConstantInfo> list;

@@ -32,6 +32,16 @@ inline constexpr uint64_t kWeightAlignment = 256;
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point start);
 
+// A new model container on GPU `device`, with its inputs' and outputs'
+// names ("input 0" where the library names none).
+struct Container {
+  ContainerHandle handle = nullptr;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  double create_ms = 0;
+};
+Result<Container> create_container(const AotiAbi& abi, int device, const std::string& label);
+
 struct ConstantInfo {
   std::string name;
   std::string fqn;

@@ -293,32 +293,13 @@ Result<std::unique_ptr<LibTorchModel>> load_model(const LoadRequest& request) {
     PTB_TRY(state->abi, AotiAbi::bind(state->library, request.library_origin));
     if (request.library_checks_inputs) setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", 1);
 
-    start = Clock::now();
-    const std::string device = "cuda:" + std::to_string(request.device);
-    detail::ContainerHandle container = nullptr;
-    if (state->abi.create_with_device(&container, 1, device.c_str(), nullptr) != kAotiSuccess || !container) {
-      return invalid(request.label + ": AOTInductorModelContainerCreateWithDevice(" + device + ") failed" + kSeeAbove);
-    }
-    state->container = container;
-    state->times.create_ms = ms_since(start);
-
-    size_t inputs = 0, outputs = 0;
-    if (state->abi.get_num_inputs(container, &inputs) != kAotiSuccess ||
-        state->abi.get_num_outputs(container, &outputs) != kAotiSuccess) {
-      return invalid(request.label + ": the library does not say how many inputs and outputs it has" + kSeeAbove);
-    }
-    for (size_t i = 0; i < inputs; ++i) {
-      const char* name = nullptr;
-      if (state->abi.get_input_name) state->abi.get_input_name(container, i, &name);
-      state->input_names.push_back(name ? name : "input " + std::to_string(i));
-    }
-    for (size_t i = 0; i < outputs; ++i) {
-      const char* name = nullptr;
-      if (state->abi.get_output_name) state->abi.get_output_name(container, i, &name);
-      state->output_names.push_back(name ? name : "output " + std::to_string(i));
-    }
-    state->input_handles.resize(inputs);
-    state->output_handles.resize(outputs);
+    PTB_TRY(detail::Container container, detail::create_container(state->abi, request.device, request.label));
+    state->container = container.handle;
+    state->times.create_ms = container.create_ms;
+    state->input_names = std::move(container.inputs);
+    state->output_names = std::move(container.outputs);
+    state->input_handles.resize(state->input_names.size());
+    state->output_handles.resize(state->output_names.size());
 
     const PartWeights* weights = request.weights;
     if (weights && weights->layout == WeightsLayout::Blob)
