@@ -208,6 +208,7 @@ Status upload(const std::string& folder) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure out before a crash can lose it
   std::string folder;
   int iterations = 2000;
   for (int i = 1; i + 1 < argc; i += 2) {
