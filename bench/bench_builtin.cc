@@ -21,21 +21,11 @@
 
 #include "../tests/gpu/per_fqn_split.h"
 #include "ptbundle/cuda/runner.h"
-#include "ptbundle/formats/npy.h"
 #include "ptbundle/results/timing.h"
 
 using namespace ptb;
 
 namespace {
-
-Result<HostTensor> read_input(const std::string& path) {
-  PTB_TRY(NpyFile file, NpyFile::open(path));
-  HostTensor tensor;
-  tensor.scalar_type = file.header().scalar_type;
-  tensor.shape = file.header().shape;
-  tensor.data.assign(file.data().begin(), file.data().end());
-  return tensor;
-}
 
 Result<AotiModel> load_builtin(const RunPart& part, const PartWeights& weights) {
   LoadRequest request;
@@ -169,7 +159,7 @@ class MinimalLoop {
 
 Status per_call(const std::string& folder, int iterations) {
   PTB_TRY(RunPart part, open_run_part(folder + "/et_mlp.pt2", RunPartOptions{}));
-  PTB_TRY(HostTensor input, read_input(folder + "/et_mlp.in0.npy"));
+  PTB_TRY(HostTensor input, read_input(folder + "/et_mlp.in0.npy", std::nullopt, 0, "forward"));
   PTB_TRY(AotiModel model, load_builtin(part, part.weights));
   PTB_TRY(auto minimal, MinimalLoop::create(part, input));
   double runner = 1e9, least = 1e9;

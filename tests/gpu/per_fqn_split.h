@@ -21,7 +21,6 @@ namespace ptb::gpu_packages {
 inline Result<PartWeights> split_per_fqn(const PartWeights& blob, const nlohmann::json& constants,
                                          const std::string& context) {
   if (!constants.is_array()) return invalid(context + ": not a JSON array of constants");
-  const std::string& constants_json = context;
   PartWeights weights;
   weights.layout = WeightsLayout::PerFqn;
   weights.file = blob.file + " (split per FQN)";
@@ -33,13 +32,13 @@ inline Result<PartWeights> split_per_fqn(const PartWeights& blob, const nlohmann
     weight.meta.storage_key = "split:" + weight.meta.fqn;
     weight.meta.storage_nbytes = constant.value("data_size", uint64_t{0});
     auto dtype = scalar_type_from_name(constant.value("dtype", ""));
-    if (!dtype) return invalid(constants_json + ": constant '" + weight.meta.fqn + "' has an unknown dtype");
+    if (!dtype) return invalid(context + ": constant '" + weight.meta.fqn + "' has an unknown dtype");
     weight.meta.dtype = *dtype;
     weight.meta.device_type = 1;
     weight.meta.sizes = constant.value("sizes", std::vector<int64_t>{});
     weight.meta.strides = constant.value("strides", std::vector<int64_t>{});
     if (offset + weight.meta.storage_nbytes > blob.blob.size())
-      return invalid(constants_json + ": the constants run past the blob's " + std::to_string(blob.blob.size()) + " bytes");
+      return invalid(context + ": the constants run past the blob's " + std::to_string(blob.blob.size()) + " bytes");
     weight.bytes = blob.blob.subspan(offset, weight.meta.storage_nbytes);
     offset += weight.meta.storage_nbytes;
     weights.tensors.push_back(std::move(weight));
