@@ -5,9 +5,9 @@
   action_head  features float32[1,32], state float32[1,8]  -> actions  float32[1,7]
 
 Each part is exported with torch.export and compiled for the GPU this runs on by
-torch._inductor.aoti_compile_and_package, with the options ExecuTorch's CUDA
-backend passes (kernels embedded in the library, weights in a separate binary
-blob), so the packages look like what `ptbundle export` meets in practice.
+torch._inductor.aoti_compile_and_package, with all the options ExecuTorch's CUDA
+backend passes (INDUCTOR_CONFIGS), so the packages are what `ptbundle export`
+meets in practice and run without PyTorch on ptbundle's built-in runtime.
 Next to each package it writes the inputs and the outputs that eager PyTorch
 computes on the same GPU, as .npy, for tests that run the packages.
 
@@ -28,14 +28,20 @@ STATE = 8
 ACTIONS = 7
 SEED = 20251202
 
-# What ExecuTorch's CudaBackend.get_aoti_compile_options sets about the
-# package's layout; its autotuning and libtorch-free shims are left out because
-# they change kernels' speed and which symbols the library imports, not where
-# kernels and weights are stored.
+# What ExecuTorch's CudaBackend (backends/cuda/cuda_backend.py) passes to
+# AOTInductor: kernels embedded in the library, weights in a separate binary
+# blob, no libtorch (the library imports the aoti_torch_* shims and the CUDA
+# runtime from its host, so `ptbundle run` serves it with its built-in
+# runtime), and autotuning over Triton kernels only for GEMMs and
+# convolutions (no cuBLAS or cuDNN fallback, which would need LibTorch).
 INDUCTOR_CONFIGS = {
     "aot_inductor.embed_kernel_binary": True,
     "aot_inductor.package_constants_in_so": False,
     "aot_inductor.package_constants_on_disk_format": "binary_blob",
+    "aot_inductor.link_libtorch": False,
+    "max_autotune": True,
+    "max_autotune_gemm_backends": "TRITON",
+    "max_autotune_conv_backends": "TRITON",
 }
 
 
