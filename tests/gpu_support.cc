@@ -32,6 +32,13 @@ std::string builtin_gpu_missing() {
   return "";
 }
 
+std::string cli_builtin_gpu_missing() {
+  if (!kBuiltinRuntimeBuilt) return std::string("built without the built-in runtime (") + PTB_BUILTIN_RUNTIME_STATUS + ")";
+  auto device = cuda_device(0);
+  if (!device.ok()) return device.error().message;
+  return "";
+}
+
 RunPartOptions this_gpu() {
   RunPartOptions options;
   options.gpu = cuda_device(0)->capability;

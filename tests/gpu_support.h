@@ -21,6 +21,10 @@ namespace ptb::test {
 std::string gpu_missing();
 // Why GPU tests of the built-in runtime cannot run here, or "" when they can.
 std::string builtin_gpu_missing();
+// For tests that run the CLI on link_libtorch=False libraries (the example):
+// a GPU and the built-in runtime in the build; what serves this test process
+// does not matter, the CLI runs in its own.
+std::string cli_builtin_gpu_missing();
 
 // Options that check kernels against the GPU LibTorch sees as device 0.
 RunPartOptions this_gpu();
@@ -83,6 +87,16 @@ class ScopedTmpdir {
       ::ptb::test::skip(missing_);                               \
       return;                                                    \
     }                                                            \
+  } while (0)
+
+#define PTB_REQUIRE_CLI_BUILTIN_GPU()                              \
+  do {                                                             \
+    PTB_REQUIRE_FIXTURES();                                        \
+    std::string missing_ = ::ptb::test::cli_builtin_gpu_missing(); \
+    if (!missing_.empty()) {                                       \
+      ::ptb::test::skip(missing_);                                 \
+      return;                                                      \
+    }                                                              \
   } while (0)
 
 #define PTB_REQUIRE_GPU_PACKAGES()                                                                   \

@@ -22,8 +22,10 @@ std::string q(const std::string& name) { return quote(example(name)); }
 
 }  // namespace
 
+// The example's parts are link_libtorch=False: the CLI serves them with its
+// built-in runtime, in a build with or without LibTorch.
 TEST_CASE("run on GPU: the example bundle exports, verifies its test cases and runs part by part") {
-  PTB_REQUIRE_GPU();
+  PTB_REQUIRE_CLI_BUILTIN_GPU();
   ptb::test::TempDir dir;  // made before TMPDIR moves, so it is not counted below
   ScopedTmpdir tmp;        // the CLI inherits TMPDIR: what it leaves there shows
   const std::string bundle = quote(dir / "bundle");
@@ -53,6 +55,7 @@ TEST_CASE("run on GPU: the example bundle exports, verifies its test cases and r
   REQUIRE(encoder.exit_code == 0);
   const Json encoder_run = Json::parse(encoder.out);
   CHECK(encoder_run["checks"][0]["passed"] == true);
+  CHECK_MESSAGE(encoder_run["runtime"]["kind"] == "builtin", encoder_run["runtime"].dump());
   auto head = run_cli("run " + bundle + " --part action_head --input 0=" + q("action_head.in0.npy") + " --input 1=" +
                       q("action_head.in1.npy") + " --expect 0=" + q("action_head.out0.npy") +
                       " --iterations 200 --json");
@@ -76,7 +79,7 @@ TEST_CASE("run on GPU: the example bundle exports, verifies its test cases and r
 }
 
 TEST_CASE("run on GPU: a part whose kernels do not fit this GPU is refused before loading") {
-  PTB_REQUIRE_GPU();
+  PTB_REQUIRE_CLI_BUILTIN_GPU();
   ScopedTmpdir tmp;
   // Compiled for sm_120 only (Blackwell): nothing in it runs on this GPU.
   auto refused = run_cli("run " + quote(ptb::test::fixture("cuda/sm120/model.pte")) + " --random");

@@ -8,11 +8,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <future>
 #include <optional>
 #include <span>
+#include <utility>
 
 #include "aoti_shim.h"
 #include "memcpy_route.h"
@@ -45,23 +47,44 @@ constexpr uint64_t kKeepFree = 256ull << 20;
 struct DeviceMemory {
   void* data = nullptr;
   DeviceMemory() = default;
-  DeviceMemory(const DeviceMemory&) = delete;
-  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  DeviceMemory(DeviceMemory&& other) noexcept : data(std::exchange(other.data, nullptr)) {}
+  DeviceMemory& operator=(DeviceMemory&& other) noexcept {
+    std::swap(data, other.data);
+    return *this;
+  }
   ~DeviceMemory() {
     if (data) cudaFree(data);
   }
 };
 
-// What is made ready for the upload while the library loads.
+// Whether `bytes` more fit on the current GPU beside what the model needs.
+bool room_on_gpu(uint64_t bytes) {
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return false;
+  return free >= bytes + kKeepFree;
+}
+
+// What is made ready for the upload while the library loads and its
+// container is created: the source pages faulted in, the staging buffers
+// pinned, and the GPU memory the weights go to (the per-FQN arena, or the
+// blob's scratch copy where there is room), so that none of it is on the
+// weights step's clock unless loading was quicker than preparing.
 struct Prepared {
   std::unique_ptr<Stager> stager;
   std::string no_stager;  // why there is none
+  DeviceMemory target;    // empty: allocate it at the weights step, or go without
 };
 
 std::future<Prepared> prepare_upload(const PartWeights& weights, int device) {
   return std::async(std::launch::async, [&weights, device] {
     Prepared prepared;
     cudaSetDevice(device);
+    const bool blob = weights.layout == WeightsLayout::Blob;
+    const uint64_t bytes = blob ? weights.blob.size() : detail::arena_layout(weights).bytes;
+    if (bytes > 0 && (!blob || room_on_gpu(bytes)) && cudaMalloc(&prepared.target.data, bytes) != cudaSuccess) {
+      prepared.target.data = nullptr;
+      cudaGetLastError();  // the weights step tries again and reports it
+    }
     detail::fault_in(weights);
     auto created = Stager::create(device, default_staging_options());
     if (created.ok()) prepared.stager = std::move(created).value();
@@ -70,11 +93,12 @@ std::future<Prepared> prepare_upload(const PartWeights& weights, int device) {
   });
 }
 
-// Whether `bytes` more fit on the current GPU beside what the model needs.
-bool room_on_gpu(uint64_t bytes) {
-  size_t free = 0, total = 0;
-  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return false;
-  return free >= bytes + kKeepFree;
+// "; waited 1.20 ms for them", where the weights step waited for preparing.
+std::string waited_text(double ms) {
+  if (ms < 0.05) return "";
+  char text[64];
+  std::snprintf(text, sizeof text, "; waited %.2f ms for them", ms);
+  return text;
 }
 
 // A handle this code owns, deleted with it.
@@ -107,6 +131,7 @@ class BuiltinModel final : public detail::ModelBackend {
   std::vector<std::string> inputs_named;
   std::vector<std::string> outputs_named;
   LoadTimes times;
+  double prepare_wait_ms = 0;  // the weights step's wait for prepare_upload
   std::vector<AtenTensorHandle> input_handles;
   std::vector<AtenTensorHandle> output_handles;
 
@@ -130,7 +155,9 @@ class BuiltinModel final : public detail::ModelBackend {
       return {};
     }
     if (!preparing.valid()) return {};  // too little to be worth it
+    auto start = Clock::now();
     Prepared prepared = preparing.get();
+    prepare_wait_ms = ms_since(start);
     if (!prepared.stager) times.upload_method += " (staging unavailable: " + prepared.no_stager + ")";
     return prepared;
   }
@@ -153,11 +180,11 @@ class BuiltinModel final : public detail::ModelBackend {
     auto start = Clock::now();
     Prepared prepared = take_prepared(staged);
     Stager* stager = prepared.stager.get();
-    DeviceMemory scratch;
+    DeviceMemory scratch = std::move(prepared.target);
     std::optional<BlobCopyRoute> route;
     const uint8_t* host_blob = weights.blob.data();
-    if (stager && room_on_gpu(weights.blob.size()) &&
-        cudaMalloc(&scratch.data, weights.blob.size()) == cudaSuccess) {
+    if (stager && (scratch.data || (room_on_gpu(weights.blob.size()) &&
+                                    cudaMalloc(&scratch.data, weights.blob.size()) == cudaSuccess))) {
       HostToDevice whole{weights.blob, scratch.data};
       Status uploaded = stager->copy(std::span<const HostToDevice>(&whole, 1));
       if (!uploaded.ok()) return invalid(label + ": uploading " + weights.file + " '" + weights.blob_key + "': " +
@@ -191,7 +218,7 @@ class BuiltinModel final : public detail::ModelBackend {
     times.weights_ms = ms_since(start);
     times.weight_bytes = needed ? needed : weights.blob.size();
     if (routed > 0) {
-      times.upload_method = staging_text(*stager) +
+      times.upload_method = staging_text(*stager) + waited_text(prepare_wait_ms) +
                             (scratch.data ? " into a scratch copy on the GPU, then device-to-device, " : ", ") +
                             std::to_string(routed >> 20) + " of " + std::to_string(times.weight_bytes >> 20) + " MiB";
     }
@@ -236,7 +263,8 @@ class BuiltinModel final : public detail::ModelBackend {
     auto start = Clock::now();
     Prepared prepared = take_prepared(staged);
     const ArenaLayout layout = detail::arena_layout(weights);
-    if (layout.bytes > 0) {
+    weight_arena = std::move(prepared.target);
+    if (layout.bytes > 0 && !weight_arena.data) {
       cudaError_t code = cudaMalloc(&weight_arena.data, layout.bytes);
       if (code != cudaSuccess) {
         return invalid(label + ": allocating " + std::to_string(layout.bytes) + " bytes for the weights of " +
@@ -247,7 +275,7 @@ class BuiltinModel final : public detail::ModelBackend {
         detail::arena_copies(weights, layout, static_cast<uint8_t*>(weight_arena.data));
     if (Stager* stager = prepared.stager.get()) {
       PTB_CHECK(stager->copy(copies));
-      times.upload_method = staging_text(*stager);
+      times.upload_method = staging_text(*stager) + waited_text(prepare_wait_ms);
     } else {
       for (const HostToDevice& copy : copies) {
         cudaError_t code =
