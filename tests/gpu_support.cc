@@ -22,21 +22,18 @@ std::string gpu_missing() {
   return "";
 }
 
-std::string builtin_gpu_missing() {
-  if (!kBuiltinRuntimeBuilt) return std::string("built without the built-in runtime (") + PTB_BUILTIN_RUNTIME_STATUS + ")";
-  if (process_aoti_runtime() == AotiRuntime::LibTorch) {
-    return "LibTorch serves this test process (scripts/gpu-check runs these in its build without LibTorch)";
-  }
-  auto device = cuda_device(0);
-  if (!device.ok()) return device.error().message;
-  return "";
-}
-
 std::string cli_builtin_gpu_missing() {
   if (!kBuiltinRuntimeBuilt) return std::string("built without the built-in runtime (") + PTB_BUILTIN_RUNTIME_STATUS + ")";
   auto device = cuda_device(0);
   if (!device.ok()) return device.error().message;
   return "";
+}
+
+std::string builtin_gpu_missing() {
+  if (kBuiltinRuntimeBuilt && process_aoti_runtime() == AotiRuntime::LibTorch) {
+    return "LibTorch serves this test process (scripts/gpu-check runs these in its build without LibTorch)";
+  }
+  return cli_builtin_gpu_missing();
 }
 
 RunPartOptions this_gpu() {

@@ -69,35 +69,21 @@ class ScopedTmpdir {
 
 }  // namespace ptb::test
 
-#define PTB_REQUIRE_GPU()                                \
-  do {                                                   \
-    PTB_REQUIRE_FIXTURES();                              \
-    std::string missing_ = ::ptb::test::gpu_missing();   \
-    if (!missing_.empty()) {                             \
-      ::ptb::test::skip(missing_);                       \
-      return;                                            \
-    }                                                    \
+// Skips the test, naming what is missing, when `why_missing` (a string
+// expression, evaluated once) is not empty; the fixtures are required first.
+#define PTB_REQUIRE_GPU_SETUP(why_missing)         \
+  do {                                             \
+    PTB_REQUIRE_FIXTURES();                        \
+    std::string missing_ = (why_missing);          \
+    if (!missing_.empty()) {                       \
+      ::ptb::test::skip(missing_);                 \
+      return;                                      \
+    }                                              \
   } while (0)
 
-#define PTB_REQUIRE_BUILTIN_GPU()                                \
-  do {                                                           \
-    PTB_REQUIRE_FIXTURES();                                      \
-    std::string missing_ = ::ptb::test::builtin_gpu_missing();   \
-    if (!missing_.empty()) {                                     \
-      ::ptb::test::skip(missing_);                               \
-      return;                                                    \
-    }                                                            \
-  } while (0)
-
-#define PTB_REQUIRE_CLI_BUILTIN_GPU()                              \
-  do {                                                             \
-    PTB_REQUIRE_FIXTURES();                                        \
-    std::string missing_ = ::ptb::test::cli_builtin_gpu_missing(); \
-    if (!missing_.empty()) {                                       \
-      ::ptb::test::skip(missing_);                                 \
-      return;                                                      \
-    }                                                              \
-  } while (0)
+#define PTB_REQUIRE_GPU() PTB_REQUIRE_GPU_SETUP(::ptb::test::gpu_missing())
+#define PTB_REQUIRE_BUILTIN_GPU() PTB_REQUIRE_GPU_SETUP(::ptb::test::builtin_gpu_missing())
+#define PTB_REQUIRE_CLI_BUILTIN_GPU() PTB_REQUIRE_GPU_SETUP(::ptb::test::cli_builtin_gpu_missing())
 
 #define PTB_REQUIRE_GPU_PACKAGES()                                                                   \
   do {                                                                                               \

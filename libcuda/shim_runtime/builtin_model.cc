@@ -83,7 +83,9 @@ std::future<Prepared> prepare_upload(const PartWeights& weights, int device) {
     const uint64_t bytes = blob ? weights.blob.size() : detail::arena_layout(weights).bytes;
     if (bytes > 0 && (!blob || room_on_gpu(bytes)) && cudaMalloc(&prepared.target.data, bytes) != cudaSuccess) {
       prepared.target.data = nullptr;
-      cudaGetLastError();  // the weights step tries again and reports it
+      // The weights step tries again: per-FQN reports a failure, a blob goes
+      // without its scratch copy.
+      cudaGetLastError();
     }
     auto created = Stager::create(device, default_staging_options());
     if (created.ok()) prepared.stager = std::move(created).value();
