@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ptbundle/base/dtype.h"
 #include "ptbundle/base/file.h"
 #include "ptbundle/fb/program_generated.h"
 #include "ptbundle/base/result.h"
@@ -86,10 +87,6 @@ class PteFile {
 };
 
 // ---- What a method looks like from outside: for inspect, manifests, run ----
-
-const char* scalar_type_name(int8_t scalar_type);     // "float32", "bfloat16", ...; "unknown" otherwise
-std::optional<int8_t> scalar_type_from_name(std::string_view name);
-std::optional<uint64_t> scalar_type_size(int8_t scalar_type);  // bytes per element
 
 struct TensorSpec {
   int8_t scalar_type = 0;
