@@ -1,47 +1,58 @@
 #!/usr/bin/env python3
-"""Compiles the AOTInductor packages the GPU tests need and the fixtures lack.
+"""Compiles the AOTInductor packages the GPU tests and benchmarks need and the
+fixtures lack, several at once (one max-autotune compile takes 10-60 s).
 
-  nolibtorch   an MLP compiled with ExecuTorch's CUDA options including
-               aot_inductor.link_libtorch=False: the library imports the
-               aoti_torch_* shims without linking libtorch, as ExecuTorch's
-               exports do
-  big          eight Linear(4096, 4096) layers, 512 MiB of float32 weights:
-               what the weight-upload rate is measured on
-  et_mlp, et_conv, et_embed, et_big
-               an MLP, a conv net, an embedding + sort model and `big`,
-               compiled with ExecuTorch's full CUDA options
-               (link_libtorch=False, max_autotune with Triton-only GEMM and
-               convolution backends): the libraries the built-in runtime runs.
-               `nolibtorch` (no autotuning) imports cuBLAS's matmul shim, which
-               the built-in runtime lacks: the library it refuses
+Two sets:
 
-Each gets <name>.pt2, <name>.in0.npy, <name>.out0.npy (eager PyTorch on the
-same GPU, TF32 off) and <name>.constants.json: the library's constants in its
-own order (name, FQN, dtype, shape, strides, bytes), read from the generated
-wrapper source in the package. The per-FQN tests split the weights blob, whose
-layout is those constants back to back, into one weight per FQN with it.
-Run by scripts/gpu-check on the GPU machine (needs torch with CUDA).
+  the runtime set (the names below): an MLP with link_libtorch=False and no
+  autotuning (`nolibtorch`), eight Linear(4096, 4096) layers (512 MiB of
+  weights, `big`), and an MLP, a conv net, an embedding + sort model and
+  `big` compiled with ExecuTorch's full CUDA options (`et_*`)
 
-Usage: make_packages.py OUT_DIR [NAME ...]
+  the policy set (tests/gpu/policy_models.py): programs shaped like real
+  policy parts, each compiled one to three ways:
+    et       ExecuTorch's options: link_libtorch=False, max_autotune with
+             Triton-only GEMM and convolution backends
+    aten     the same with cuBLAS/cuDNN allowed (max_autotune_gemm_backends
+             and max_autotune_conv_backends "ATEN,TRITON")
+    default  link_libtorch=False without autotuning: every GEMM and
+             convolution goes to ATen, that is to the runtime's shims
+  named <model>-<way>.pt2.
+
+Each package gets <pkg>.inN.npy, <pkg>.outN.npy (eager PyTorch on the same
+GPU, TF32 off), <pkg>.json (what check its outputs get, compile time, and for
+dynamic programs the extra batch sizes, whose inputs and outputs are
+<pkg>.b<size>.inN.npy / .outN.npy) and, for the runtime set,
+<name>.constants.json: the library's constants in its own order, read from
+the generated wrapper source, which the per-FQN tests split the weights blob
+with. bfloat16 arrays are saved as ml_dtypes does ("|V2").
+
+Usage: make_packages.py OUT_DIR [--jobs N] [--report FILE] [NAME ...]
+  NAME: a runtime-set name, a policy model (every way), or <model>-<way>;
+  none: everything. --report writes, per package, the aoti_* functions its
+  library imports and the shim calls its wrapper makes.
 """
 
+import argparse
+import concurrent.futures
 import json
+import multiprocessing
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import time
+import traceback
 import zipfile
 
-import numpy as np
-import torch
-from torch import nn
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 EXECUTORCH_CONFIGS = {
     "aot_inductor.embed_kernel_binary": True,
     "aot_inductor.package_constants_in_so": False,
     "aot_inductor.package_constants_on_disk_format": "binary_blob",
 }
-
 
 # ExecuTorch's CudaBackend adds these (backends/cuda/cuda_backend.py).
 EXECUTORCH_FULL = {
@@ -51,47 +62,64 @@ EXECUTORCH_FULL = {
     "max_autotune_conv_backends": "TRITON",
 }
 
-
-class ConvNet(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.c1 = nn.Conv2d(3, 16, 3, padding=1)
-        self.c2 = nn.Conv2d(16, 8, 3, stride=2)
-
-    def forward(self, x):
-        return torch.relu(self.c2(torch.relu(self.c1(x))))
-
-
-class EmbedSort(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.embed = nn.Embedding(64, 32)
-        self.proj = nn.Linear(32, 16)
-
-    def forward(self, ids):
-        values, _ = torch.sort(self.proj(self.embed(ids)), dim=-1)
-        return values
-
-
-class Mlp(nn.Module):
-    def __init__(self, sizes):
-        super().__init__()
-        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes, sizes[1:]))
-
-    def forward(self, x):
-        for layer in self.layers:
-            x = torch.relu(layer(x))
-        return x
-
-
-PACKAGES = {
-    "nolibtorch": (lambda: Mlp([16, 64, 32, 8]), (4, 16), {"aot_inductor.link_libtorch": False}),
-    "big": (lambda: Mlp([4096] * 9), (8, 4096), {}),
-    "et_mlp": (lambda: Mlp([16, 64, 32, 8]), (4, 16), EXECUTORCH_FULL),
-    "et_conv": (ConvNet, (2, 3, 16, 16), EXECUTORCH_FULL),
-    "et_embed": (EmbedSort, ("ids", 4, 10), EXECUTORCH_FULL),
-    "et_big": (lambda: Mlp([4096] * 9), (8, 4096), EXECUTORCH_FULL),
+WAYS = {
+    "et": EXECUTORCH_FULL,
+    "aten": dict(EXECUTORCH_FULL, max_autotune_gemm_backends="ATEN,TRITON", max_autotune_conv_backends="ATEN,TRITON"),
+    "default": {"aot_inductor.link_libtorch": False},
 }
+
+RUNTIME_SET = ["nolibtorch", "big", "et_mlp", "et_conv", "et_embed", "et_big"]
+
+
+def runtime_module(name):
+    import torch
+    from torch import nn
+
+    class ConvNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 16, 3, padding=1)
+            self.c2 = nn.Conv2d(16, 8, 3, stride=2)
+
+        def forward(self, x):
+            return torch.relu(self.c2(torch.relu(self.c1(x))))
+
+    class EmbedSort(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(64, 32)
+            self.proj = nn.Linear(32, 16)
+
+        def forward(self, ids):
+            values, _ = torch.sort(self.proj(self.embed(ids)), dim=-1)
+            return values
+
+    class Mlp(nn.Module):
+        def __init__(self, sizes):
+            super().__init__()
+            self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes, sizes[1:]))
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = torch.relu(layer(x))
+            return x
+
+    table = {
+        "nolibtorch": (lambda: Mlp([16, 64, 32, 8]), (4, 16), {"aot_inductor.link_libtorch": False}),
+        "big": (lambda: Mlp([4096] * 9), (8, 4096), {}),
+        "et_mlp": (lambda: Mlp([16, 64, 32, 8]), (4, 16), EXECUTORCH_FULL),
+        "et_conv": (ConvNet, (2, 3, 16, 16), EXECUTORCH_FULL),
+        "et_embed": (EmbedSort, ("ids", 4, 10), EXECUTORCH_FULL),
+        "et_big": (lambda: Mlp([4096] * 9), (8, 4096), EXECUTORCH_FULL),
+    }
+    build, shape, extra = table[name]
+    torch.manual_seed(20261202)
+    module = build().eval().cuda()
+    if shape[0] == "ids":
+        example = torch.randint(0, 64, shape[1:], dtype=torch.int64).cuda()
+    else:
+        example = torch.rand(*shape).cuda()
+    return module, [example], extra
 
 
 CONSTANT_FIELD = re.compile(r"constants_info_\[(\d+)\]\.(\w+) = (.+);")
@@ -119,40 +147,181 @@ def library_constants(package):
     return [constants[i] for i in sorted(constants)]
 
 
-def make(name, out_dir):
-    build, input_shape, extra = PACKAGES[name]
-    torch.manual_seed(20261202)
-    module = build().eval().cuda()
-    if input_shape[0] == "ids":
-        example = torch.randint(0, 64, input_shape[1:], dtype=torch.int64).cuda()
+def save_tensor(path, tensor):
+    import numpy as np
+    import torch
+
+    tensor = tensor.detach().cpu().contiguous()
+    if tensor.dtype == torch.bfloat16:
+        array = tensor.view(torch.int16).numpy().view("V2")
     else:
-        example = torch.rand(*input_shape).cuda()
-    with torch.no_grad():
-        expected = module(example)
+        array = tensor.numpy()
+    np.save(path, array)
+
+
+def as_tuple(outputs):
+    return outputs if isinstance(outputs, (tuple, list)) else (outputs,)
+
+
+def compile_one(job, out_dir):
+    """One package; returns what was made or why it failed. Runs in a worker
+    process of its own, with an Inductor cache of its own."""
+    name, way = job
+    label = name if way is None else f"{name}-{way}"
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), f"inductor-{label}")
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "4")
+    result = {"package": label, "ok": False}
     start = time.time()
-    exported = torch.export.export(module, (example,))
-    configs = dict(EXECUTORCH_CONFIGS)
-    configs.update(extra)
-    package = os.path.join(out_dir, f"{name}.pt2")
-    torch._inductor.aoti_compile_and_package(exported, package_path=package, inductor_configs=configs)
-    np.save(os.path.join(out_dir, f"{name}.in0.npy"), example.cpu().numpy())
-    np.save(os.path.join(out_dir, f"{name}.out0.npy"), expected.cpu().numpy())
-    with open(os.path.join(out_dir, f"{name}.constants.json"), "w") as f:
-        json.dump(library_constants(package), f, indent=1)
-    print(f"make_packages: {name}.pt2 {os.path.getsize(package)} bytes in {time.time() - start:.1f} s")
+    try:
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        dynamic = None
+        check = "exact"
+        extra_sizes = []
+        if way is None:
+            module, inputs, configs_extra = runtime_module(name)
+        else:
+            import policy_models
+
+            module = policy_models.make_module(name)
+            inputs = policy_models.make_inputs(name)
+            _, _, check, _, extra = policy_models.MODELS[name]
+            configs_extra = WAYS[way]
+            if "batch" in extra:
+                low, high, extra_sizes = extra["batch"]
+                batch = torch.export.Dim("batch", min=low, max=high)
+                dynamic = ({0: batch},) + tuple(None for _ in inputs[1:])
+        with torch.no_grad():
+            expected = as_tuple(module(*inputs))
+            exported = torch.export.export(module, tuple(inputs), dynamic_shapes=dynamic)
+        configs = dict(EXECUTORCH_CONFIGS)
+        configs.update(configs_extra)
+        package = os.path.join(out_dir, f"{label}.pt2")
+        torch._inductor.aoti_compile_and_package(exported, package_path=package, inductor_configs=configs)
+        for i, t in enumerate(inputs):
+            save_tensor(os.path.join(out_dir, f"{label}.in{i}.npy"), t)
+        for i, t in enumerate(expected):
+            save_tensor(os.path.join(out_dir, f"{label}.out{i}.npy"), t)
+        for size in extra_sizes:
+            import policy_models
+
+            resized = [torch.cat([inputs[0]] * (size // inputs[0].shape[0] + 1))[:size]] + inputs[1:]
+            with torch.no_grad():
+                outs = as_tuple(module(*resized))
+            for i, t in enumerate(resized):
+                save_tensor(os.path.join(out_dir, f"{label}.b{size}.in{i}.npy"), t)
+            for i, t in enumerate(outs):
+                save_tensor(os.path.join(out_dir, f"{label}.b{size}.out{i}.npy"), t)
+        if way is None:
+            with open(os.path.join(out_dir, f"{label}.constants.json"), "w") as f:
+                json.dump(library_constants(package), f, indent=1)
+        result.update(ok=True, check=check, inputs=len(inputs), outputs=len(expected), batch_sizes=extra_sizes,
+                      bytes=os.path.getsize(package))
+        try:
+            result["describe"] = describe(package)
+        except Exception as error:  # the package is made; only its description failed
+            result["describe"] = f"cannot describe: {error}\n"
+    except Exception as error:  # one package's failure is reported, the rest go on
+        lines = traceback.format_exception(error)
+        result["error"] = "".join(lines)[-3000:]
+    result["seconds"] = round(time.time() - start, 1)
+    with open(os.path.join(out_dir, f"{label}.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    return result
+
+
+def expand(names):
+    import policy_models
+
+    jobs = []
+    for name in names or (RUNTIME_SET + list(policy_models.MODELS)):
+        if name in RUNTIME_SET:
+            jobs.append((name, None))
+        elif name in policy_models.MODELS:
+            jobs.extend((name, way) for way in policy_models.MODELS[name][3])
+        elif "-" in name and name.rsplit("-", 1)[0] in policy_models.MODELS:
+            jobs.append(tuple(name.rsplit("-", 1)))
+        else:
+            sys.exit(f"make_packages.py: no package '{name}'")
+    return jobs
+
+
+SHIM_CALL = re.compile(r"(aoti_torch_\w+)\(")
+BOOKKEEPING = re.compile(r"aoti_torch_(get_|delete_|new_tensor|create_tensor|empty_strided|dtype_|device_type|"
+                         r"layout_|_reinterpret|_alloc_from_pool|create_cuda|delete_cuda|grad_mode|check|warn|"
+                         r"assign|memory_format|is_)")
+
+
+def describe(package):
+    """The aoti_* functions a package's library imports (nm -D) and the
+    distinct shim calls its wrapper makes beyond tensor bookkeeping."""
+    lines = []
+    with zipfile.ZipFile(package) as archive:
+        names = archive.namelist()
+        so = next(n for n in names if n.endswith(".so"))
+        cpp = next((n for n in names if n.endswith(".wrapper.cpp")), None)
+        with tempfile.NamedTemporaryFile(suffix=".so") as tmp:
+            tmp.write(archive.read(so))
+            tmp.flush()
+            nm = subprocess.run(["nm", "-D", "--undefined-only", tmp.name], capture_output=True, text=True)
+        imported = sorted({line.split()[-1] for line in nm.stdout.splitlines() if "aoti_" in line})
+        lines.append("imports: " + " ".join(imported))
+        lines.append("entries: " + " ".join(n for n in names if not n.endswith((".cubin", ".blob"))))
+        if cpp:
+            text = archive.read(cpp).decode(errors="replace")
+            seen = set()
+            for line in text.splitlines():
+                for call in SHIM_CALL.findall(line):
+                    if BOOKKEEPING.match(call) or call in seen:
+                        continue
+                    seen.add(call)
+                    lines.append("  call: " + line.strip()[:500])
+    return "\n".join(lines) + "\n"
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out_dir")
+    parser.add_argument("names", nargs="*")
+    parser.add_argument("--jobs", type=int, default=0)
+    parser.add_argument("--report")
+    args = parser.parse_intermixed_args()
+    import torch
+
     if not torch.cuda.is_available():
         sys.exit("make_packages.py: needs a CUDA GPU")
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    out_dir = sys.argv[1]
-    os.makedirs(out_dir, exist_ok=True)
-    for name in sys.argv[2:] or PACKAGES:
-        make(name, out_dir)
+    os.makedirs(args.out_dir, exist_ok=True)
+    jobs = expand(args.names)
+    workers = args.jobs or max(1, min(len(jobs), (os.cpu_count() or 2) // 2))
+    start = time.time()
+    results = []
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {pool.submit(compile_one, job, args.out_dir): job for job in jobs}
+        for future in concurrent.futures.as_completed(futures):
+            try:
+                result = future.result()
+            except Exception as error:  # the worker died
+                job = futures[future]
+                result = {"package": "-".join(j for j in job if j), "ok": False, "seconds": 0,
+                          "error": f"worker died: {error}"}
+            results.append(result)
+            state = f"{result.get('bytes', 0)} bytes" if result["ok"] else "FAILED: " + result["error"].strip().splitlines()[-1][:300]
+            print(f"make_packages: {result['package']}.pt2 {state} in {result['seconds']} s", flush=True)
+    results.sort(key=lambda r: r["package"])
+    failed = [r["package"] for r in results if not r["ok"]]
+    print(f"make_packages: {len(results) - len(failed)} of {len(results)} packages in {time.time() - start:.0f} s "
+          f"with {workers} workers" + (f"; failed: {' '.join(failed)}" if failed else ""), flush=True)
+    if args.report:
+        with open(args.report, "w") as out:
+            for r in results:
+                out.write(f"=== {r['package']}: {'ok' if r['ok'] else 'FAILED'} in {r['seconds']} s\n")
+                out.write(r.get("describe", "") if r["ok"] else r["error"] + "\n")
+    # A policy model that does not compile one way is reported, not fatal;
+    # the runtime set is what the existing tests need.
+    sys.exit(1 if any(p in RUNTIME_SET for p in failed) else 0)
 
 
 if __name__ == "__main__":
