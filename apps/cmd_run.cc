@@ -1,6 +1,6 @@
 // `ptbundle run BUNDLE [--part P] [--method M] [--input NAME=FILE.npy ...]
 // [--random] [--output-dir DIR] [--warmup N] [--iterations N] [--json]`:
-// one part on the GPU through LibTorch, with trtexec-style timing. The work is
+// one part on the GPU through the runtime that serves it, with trtexec-style timing. The work is
 // libcuda's run_part (run.h); this file parses options and prints the report.
 #include <cstdio>
 #include <memory>
@@ -8,6 +8,8 @@
 
 #include "command.h"
 #include "ptbundle/cuda/run.h"
+#include "ptbundle/cuda/run_inputs.h"
+#include "ptbundle/cuda/runtime_choice.h"
 
 namespace ptb::app {
 namespace {
@@ -88,9 +90,20 @@ struct TimingModel {
 
 struct RuntimeModel {
   RuntimeUse use;
+  std::string libraries;
   template <class F>
   void fields(F& f) const {
-    f("kind", std::string(aoti_runtime_name(use.kind)))("name", use.name)("reason", use.reason);
+    f("kind", std::string(aoti_runtime_name(use.kind)))("name", use.name)("reason", use.reason)("libraries",
+                                                                                                  libraries);
+  }
+};
+
+struct GraphModel {
+  GraphState state;
+  template <class F>
+  void fields(F& f) const {
+    f("requested", state.requested)("active", state.active)(
+        "why_not", state.why_not.empty() ? std::optional<std::string>() : state.why_not);
   }
 };
 
@@ -99,7 +112,7 @@ struct RunModel {
   template <class F>
   void fields(F& f) const {
     const RunReport& r = report;
-    f("part", r.part)("source", r.source)("method", r.method)("libtorch", r.libtorch)("runtime", RuntimeModel{r.runtime})(
+    f("part", r.part)("source", r.source)("method", r.method)("libtorch", r.libtorch)("runtime", RuntimeModel{r.runtime, r.load.libraries})(
         "device", DeviceModel{r.device})(
         "variant", r.variant)("kernels", r.kernels)(
         "weights", WeightsModel{r.weights_layout, r.weights_file, r.load.weight_bytes, r.load.upload_method})(
@@ -111,6 +124,7 @@ struct RunModel {
       f("checks", checks)("verdict", *r.verdict);
     }
     if (r.timing) f("timing", TimingModel{r.warmup, *r.timing, !r.warnings.empty()});
+    f("cuda_graph", GraphModel{r.graphs});
     f("warnings", r.warnings);
   }
   static std::vector<TensorModel> tensors(const std::vector<RunTensor>& list, bool input) {
@@ -125,6 +139,7 @@ void render_text(std::ostream& out, const RunModel& model) {
   out << "part " << r.part << " (" << r.source << "), method " << r.method << ", on GPU " << r.device.index << " "
       << r.device.name << " (" << r.device.capability.name() << ")\n";
   out << "runtime: " << r.runtime.name << " (" << r.runtime.reason << ")\n";
+  if (!r.load.libraries.empty()) out << "libraries: " << r.load.libraries << '\n';
   out << "variant: " << r.variant << '\n';
   if (!r.kernels.empty()) out << "kernels: " << r.kernels << '\n';
   const LoadTimes& load = r.load;
@@ -152,6 +167,9 @@ void render_text(std::ostream& out, const RunModel& model) {
     out << "timing: " << s.count << " calls after " << r.warmup << " warm-up (CUDA events): min " << ms_text(s.min_ms)
         << ", median " << ms_text(s.median_ms) << ", p90 " << ms_text(s.p90_ms) << ", p99 " << ms_text(s.p99_ms)
         << ", max " << ms_text(s.max_ms) << ", mean " << ms_text(s.mean_ms) << "; " << calls << "; CV " << cv << '\n';
+  }
+  if (r.graphs.requested) {
+    out << "cuda graph: " << (r.graphs.active ? "calls replay a captured graph" : "off: " + r.graphs.why_not) << '\n';
   }
 }
 
@@ -184,7 +202,9 @@ Command add_run(CLI::App& root) {
   command->add_option("--input", request->inputs,
                       "NAME=FILE.npy (NAME: an index or the library's input name) or FILE.npy for the next input");
   command->add_flag("--random", request->random, "Random values for inputs not given (needs the method's signature)");
-  command->add_option("--seed", request->seed, "Seed for --random (default 0)");
+  command->add_option("--seed", request->seed,
+                      "Seed for --random and for the program's own random draws (samplers): the same seed, the same "
+                      "run (default 0)");
   command->add_option("--output-dir", request->output_dir, "Write each output as <part>.out<i>.npy into this folder");
   command->add_option("--expect", request->expects,
                       "NAME=FILE.npy: compare an output with expected values (exit 1 if it differs)");
@@ -195,6 +215,9 @@ Command add_run(CLI::App& root) {
   command->add_option("--device", request->device, "CUDA device index (default 0)");
   command->add_flag("--pageable-upload", *pageable,
                     "Upload weights with plain cudaMemcpy instead of pinned staging buffers (to compare)");
+  command->add_flag("--cuda-graph", request->cuda_graphs,
+                    "Capture the call into a CUDA graph after the first call and replay it (inputs keep their "
+                    "shape); the report says if the program cannot be captured, and why");
   command->add_option("--runtime", *runtime,
                       "auto (default: built-in unless the library needs LibTorch), builtin or libtorch");
   add_json_flag(command, "One JSON document on stdout, described by schemas/run.schema.json");

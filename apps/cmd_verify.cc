@@ -192,7 +192,7 @@ Command add_verify(CLI::App& root) {
       "Check bundles, programs (.pte with its .ptd, .bpte) and AOTInductor packages (.pt2) before they are\n"
       "loaded: names, the manifest against the files (sizes, SHA-256, nothing unlisted), every key a delegate\n"
       "needs with its size, weights inside their storage, whether each CUDA part can run on the GPU, and the\n"
-      "recorded test cases (with the LibTorch runner and a GPU). Every problem is one line; exit 1 if any.\n"
+      "recorded test cases (on a GPU of this machine). Every problem is one line; exit 1 if any.\n"
       "See ptbundle-verify(1).");
   auto args = std::make_shared<VerifyArgs>();
   command->add_option("PATH", args->paths,

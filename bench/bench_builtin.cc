@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "../tests/gpu/per_fqn_split.h"
+#include "ptbundle/cuda/run_inputs.h"
 #include "ptbundle/cuda/runner.h"
+#include "ptbundle/cuda/runtime_choice.h"
 #include "ptbundle/results/timing.h"
 
 using namespace ptb;
@@ -28,13 +30,11 @@ using namespace ptb;
 namespace {
 
 Result<AotiModel> load_builtin(const RunPart& part, const PartWeights& weights) {
-  LoadRequest request;
-  request.label = "part " + part.name;
-  request.library = part.library;
-  request.library_origin = part.source;
-  request.weights = &weights;
-  request.runtime = AotiRuntime::Builtin;
-  return AotiModel::load(request);
+  RunPart with = part;
+  with.weights = weights;
+  LoadOptions options;
+  options.runtime = AotiRuntime::Builtin;
+  return load_part(with, options);
 }
 
 template <class F>

@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <string>
 
+#include "ptbundle/cuda/run_part.h"
 #include "ptbundle/cuda/runner.h"
+#include "ptbundle/cuda/runtime_choice.h"
 
 #if !defined(PTB_HAVE_LIBTORCH)
 
@@ -140,12 +142,7 @@ int main(int argc, char** argv) {
   part_options.gpu = gpu.capability;
   RunPart part = need(open_run_part(options.package, part_options));
   HostTensor input = read_npy(options.input);
-  LoadRequest request;
-  request.label = "part " + part.name;
-  request.library = part.library;
-  request.library_origin = part.source;
-  request.weights = &part.weights;
-  AotiModel model = need(AotiModel::load(request));
+  AotiModel model = need(load_part(part, {}));
 
   std::printf("bench_run on %s (%s), LibTorch %s, %s, %d calls after %d warm-up\n", gpu.name.c_str(),
               gpu.capability.name().c_str(), libtorch_version().c_str(), part.source.c_str(), options.iterations,

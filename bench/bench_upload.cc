@@ -22,6 +22,7 @@
 #include <string>
 
 #include "ptbundle/cuda/runner.h"
+#include "ptbundle/cuda/runtime_choice.h"
 
 #if !defined(PTB_HAVE_LIBTORCH)
 
@@ -31,6 +32,8 @@ int main() {
 }
 
 #else
+
+#include "runner/stager.h"
 
 #include <cuda_runtime_api.h>
 #include <sys/mman.h>
@@ -51,6 +54,7 @@ int main() {
 namespace fs = std::filesystem;
 using namespace ptb;
 using namespace ptb::bench;
+using namespace ptb::detail;
 using Clock = std::chrono::steady_clock;
 
 namespace {

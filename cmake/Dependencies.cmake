@@ -59,5 +59,7 @@ if(PTB_HAVE_LIBTORCH)
   # Every object linked into one binary must agree on libstdc++'s ABI
   # (_GLIBCXX_USE_CXX11_ABI), not only the targets that include torch headers.
   separate_arguments(PTB_TORCH_CXX_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
-  add_compile_options(${PTB_TORCH_CXX_FLAGS})
+  foreach(flag ${PTB_TORCH_CXX_FLAGS})
+    add_compile_options($<$<COMPILE_LANGUAGE:CXX>:${flag}>)
+  endforeach()
 endif()

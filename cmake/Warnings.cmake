@@ -6,7 +6,12 @@ if(PTB_WERROR)
 endif()
 
 if(PTB_SANITIZE)
-  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  # Host code only: nvcc passes host flags through -Xcompiler (libcuda's .cu
+  # files get them there).
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=address,undefined>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-fno-sanitize-recover=all>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-fno-omit-frame-pointer>
+                      $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fsanitize=address,-fsanitize=undefined,-fno-sanitize-recover=all,-fno-omit-frame-pointer>)
   add_link_options(-fsanitize=address,undefined)
 endif()
 

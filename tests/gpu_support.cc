@@ -10,7 +10,10 @@
 #include <cstdlib>
 
 #include "ptbundle/formats/npy.h"
+#include "ptbundle/cuda/gpu.h"
+#include "ptbundle/cuda/run.h"
 #include "ptbundle/cuda/runner_config.h"
+#include "ptbundle/cuda/runtime_choice.h"
 
 namespace ptb::test {
 
@@ -58,19 +61,16 @@ ComparisonStats against_eager(AotiModel& model, const fs::path& folder, const st
   auto outputs = model.run({input});
   REQUIRE_MESSAGE(outputs.ok(), outputs.error().message);
   REQUIRE(outputs->size() == 1);
-  auto stats = compare_tensors((*outputs)[0].view(), expected.view(), tolerance);
+  auto stats = compare_tensors(tensor_bytes((*outputs)[0]), tensor_bytes(expected), tolerance);
   REQUIRE_MESSAGE(stats.ok(), stats.error().message);
   CHECK_MESSAGE(stats->passed(), test_case_verdict(stem, {{"output 0", tolerance, *stats, ""}}));
   return *stats;
 }
 
-LoadRequest load_request(const RunPart& part, const PartWeights& weights) {
-  LoadRequest request;
-  request.label = "part " + part.name;
-  request.library = part.library;
-  request.library_origin = part.source;
-  request.weights = &weights;
-  return request;
+Result<AotiModel> load_with(const RunPart& part, const PartWeights& weights, const LoadOptions& options) {
+  RunPart with = part;
+  with.weights = weights;
+  return load_part(with, options);
 }
 
 std::optional<fs::path> gpu_packages() {

@@ -1,5 +1,5 @@
 // What the GPU tests share. They run only where a CUDA GPU is visible and
-// the runtime they test was built (the LibTorch runner, or the built-in
+// the runtime they test was built (the LibTorch runtime, or the built-in
 // runtime), and where the other runtime does not already serve the test
 // process (runner.h: one per process; scripts/gpu-check runs the built-in
 // runtime's tests in a build without LibTorch); elsewhere they print
@@ -17,7 +17,7 @@
 
 namespace ptb::test {
 
-// Why GPU tests of the LibTorch runner cannot run here, or "" when they can.
+// Why GPU tests of the LibTorch runtime cannot run here, or "" when they can.
 std::string gpu_missing();
 // Why GPU tests of the built-in runtime cannot run here, or "" when they can.
 std::string builtin_gpu_missing();
@@ -31,8 +31,8 @@ RunPartOptions this_gpu();
 
 HostTensor npy_tensor(const fs::path& path);
 
-// A request to load `part` with `weights`, labelled "part <name>".
-LoadRequest load_request(const RunPart& part, const PartWeights& weights);
+// `part` loaded with other weights (load_part, the one way to load a part).
+Result<AotiModel> load_with(const RunPart& part, const PartWeights& weights, const LoadOptions& options = {});
 
 // Runs the package's recorded input (<stem>.in0.npy in `folder`) and
 // compares with eager PyTorch's output (<stem>.out0.npy).

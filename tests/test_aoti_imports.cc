@@ -6,7 +6,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "ptbundle/cuda/aoti_runtime.h"
+#include "ptbundle/cuda/runtime_choice.h"
+#include "ptbundle/kernels/aoti_shims.h"
 #include "ptbundle/cuda/run_part.h"
 #include "ptbundle/kernels/elf_imports.h"
 #include "support.h"
@@ -35,7 +36,7 @@ TEST_CASE("aoti imports: a link_libtorch=False-like object is served by the buil
   CHECK(has(symbols->defined, "ptb_test_entry"));
   CHECK_FALSE(symbols->imports("ptb_test_entry"));
   CHECK(libtorch_dependencies(*symbols).empty());
-  CHECK(missing_builtin_shims(*symbols).empty());
+  CHECK(missing_builtin_shims(symbols->undefined).empty());
 
   auto choice = choose_runtime(Bytes(bytes.data(), bytes.size()), "x.so", AotiRuntime::Auto, {true, false});
   REQUIRE_MESSAGE(choice.ok(), choice.error().message);
@@ -44,7 +45,7 @@ TEST_CASE("aoti imports: a link_libtorch=False-like object is served by the buil
   auto forced = choose_runtime(Bytes(bytes.data(), bytes.size()), "x.so", AotiRuntime::LibTorch, {true, false});
   REQUIRE_FALSE(forced.ok());
   CHECK(forced.error().kind == ErrorKind::Usage);
-  CHECK_CONTAINS(forced.error().message, "--runtime libtorch: this build has no LibTorch runner");
+  CHECK_CONTAINS(forced.error().message, "--runtime libtorch: this build has no LibTorch runtime");
 }
 
 TEST_CASE("aoti imports: every missing shim is named in one error with its fix, before anything is loaded") {
@@ -52,8 +53,9 @@ TEST_CASE("aoti imports: every missing shim is named in one error with its fix, 
   const Bytes library(bytes.data(), bytes.size());
   auto symbols = read_dynamic_symbols(library, "imports_missing.so");
   REQUIRE(symbols.ok());
-  CHECK(missing_builtin_shims(*symbols) ==
-        std::vector<std::string>{"aoti_torch_cuda__scaled_dot_product_efficient_attention", "aoti_torch_cuda_mm_out"});
+  CHECK(missing_builtin_shims(symbols->undefined) ==
+        std::vector<std::string>{"aoti_torch_cuda__fft_r2c",
+                                 "aoti_torch_cuda__scaled_dot_product_efficient_attention_backward"});
 
   auto refused = choose_runtime(library, "model.pte: named data 'so'", AotiRuntime::Auto, {true, false});
   REQUIRE_FALSE(refused.ok());
@@ -61,10 +63,10 @@ TEST_CASE("aoti imports: every missing shim is named in one error with its fix, 
   CHECK(message.find('\n') == std::string::npos);
   CHECK_CONTAINS(message, "model.pte: named data 'so': the built-in AOTInductor runtime lacks 2 functions the "
                           "library imports:");
-  CHECK_CONTAINS(message, "aoti_torch_cuda__scaled_dot_product_efficient_attention (fix: export with ExecuTorch's "
-                          "Triton SDPA");
+  CHECK_CONTAINS(message, "aoti_torch_cuda__scaled_dot_product_efficient_attention_backward (fix: export with "
+                          "ExecuTorch's Triton SDPA");
   CHECK_CONTAINS(message, "or build ptbundle with LibTorch");
-  CHECK_CONTAINS(message, "aoti_torch_cuda_mm_out (fix: compile with max_autotune and Triton-only GEMM");
+  CHECK_CONTAINS(message, "aoti_torch_cuda__fft_r2c (fix: an ATen operator the library falls back to");
   // Asking for the built-in runtime by name gives the same refusal; with
   // LibTorch in the build, auto hands the library to it and says why.
   auto forced = choose_runtime(library, "m.so", AotiRuntime::Builtin, {true, true});
@@ -73,10 +75,10 @@ TEST_CASE("aoti imports: every missing shim is named in one error with its fix, 
   auto handed = choose_runtime(library, "m.so", AotiRuntime::Auto, {true, true});
   REQUIRE(handed.ok());
   CHECK(handed->kind == AotiRuntime::LibTorch);
-  CHECK_CONTAINS(handed->reason, "the built-in runtime lacks aoti_torch_cuda__scaled_dot_product_efficient_attention");
+  CHECK_CONTAINS(handed->reason, "the built-in runtime lacks aoti_torch_cuda__fft_r2c");
 }
 
-TEST_CASE("aoti imports: mlp_et's library (PyTorch 2.11, linked to libtorch) needs the LibTorch runner") {
+TEST_CASE("aoti imports: mlp_et's library (PyTorch 2.11, linked to libtorch) needs the LibTorch runtime") {
   PTB_REQUIRE_FIXTURES();
   auto part = open_run_part(ptb::test::fixture("aoti/mlp_et.pt2").string(), RunPartOptions{});
   REQUIRE_MESSAGE(part.ok(), part.error().message);
@@ -90,12 +92,13 @@ TEST_CASE("aoti imports: mlp_et's library (PyTorch 2.11, linked to libtorch) nee
   CHECK(libtorch_dependencies(*symbols) ==
         std::vector<std::string>{"libtorch.so", "libtorch_cpu.so", "libtorch_cuda.so"});
   // nm -D -u: 25 aoti_torch_* imports, the same as a link_libtorch=False
-  // library's (issue 13) but for a cuBLAS matmul instead of Triton's.
+  // library's (issue 13) but for a cuBLAS matmul instead of Triton's; the
+  // built-in runtime has every one (its GEMM shims call cuBLASLt).
   std::vector<std::string> shims;
   for (const auto& name : symbols->undefined)
     if (name.rfind("aoti_torch_", 0) == 0) shims.push_back(name);
   CHECK(shims.size() == 25);
-  CHECK(missing_builtin_shims(*symbols) == std::vector<std::string>{"aoti_torch_cuda_mm_out"});
+  CHECK(missing_builtin_shims(symbols->undefined).empty());
   for (const char* cuda : {"cudaMalloc", "cudaMemcpy", "cudaEventQuery", "cuLaunchKernel", "cuModuleLoadData"})
     CHECK_MESSAGE(symbols->imports(cuda), cuda);
   CHECK(symbols->undefined.size() == 184);  // nm -D --undefined-only | wc -l
@@ -108,7 +111,7 @@ TEST_CASE("aoti imports: mlp_et's library (PyTorch 2.11, linked to libtorch) nee
   auto without = choose_runtime(part->library, "mlp_et.pt2", AotiRuntime::Auto, {true, false});
   REQUIRE_FALSE(without.ok());
   CHECK_CONTAINS(without.error().message, "mlp_et.pt2: the library is linked to LibTorch (it needs libtorch.so, "
-                                          "libtorch_cpu.so, libtorch_cuda.so), and this build has no LibTorch runner");
+                                          "libtorch_cpu.so, libtorch_cuda.so), and this build has no LibTorch runtime");
   CHECK_CONTAINS(without.error().message, "aot_inductor.link_libtorch=False");
   auto builtin = choose_runtime(part->library, "mlp_et.pt2", AotiRuntime::Builtin, {true, true});
   REQUIRE_FALSE(builtin.ok());

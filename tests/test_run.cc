@@ -10,7 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "ptbundle/formats/npy.h"
+#include "ptbundle/cuda/run.h"
+#include "ptbundle/cuda/run_inputs.h"
 #include "ptbundle/cuda/run_part.h"
+#include "ptbundle/cuda/runtime_choice.h"
 #include "ptbundle/cuda/runner.h"
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/results/timing.h"
@@ -307,10 +310,10 @@ TEST_CASE("run: random inputs follow the signature and the seed") {
     REQUIRE(half.ok());
     CHECK(half->data.size() == 256);
     HostTensor ones = *half;
-    auto stats = compare_tensors(half->view(), ones.view(), Tolerance{});
+    auto stats = compare_tensors(tensor_bytes(*half), tensor_bytes(ones), Tolerance{});
     REQUIRE(stats.ok());
     std::vector<uint8_t> zero_bytes(256, 0);
-    auto from_zero = compare_tensors(half->view(), {type, {4, 32}, Bytes(zero_bytes.data(), 256)}, Tolerance{});
+    auto from_zero = compare_tensors(tensor_bytes(*half), {type, {4, 32}, Bytes(zero_bytes.data(), 256)}, Tolerance{});
     REQUIRE(from_zero.ok());
     CHECK(from_zero->max_abs_error <= 1.0);
     CHECK(from_zero->max_abs_error > 0.5);  // 128 values spread over [-1, 1)
@@ -333,9 +336,7 @@ void run_package(const std::string& stem) {
   ScopedTmpdir tmp;
   auto part = open_run_part(ptb::test::fixture("aoti/" + stem + ".pt2").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
-  LoadRequest request = ptb::test::load_request(*part, part->weights);
-  request.library_checks_inputs = true;
-  auto model = AotiModel::load(request);
+  auto model = load_part(*part, {});
   REQUIRE_MESSAGE(model.ok(), model.error().message);
   CHECK_MESSAGE(tmp.empty(), tmp.listing());  // the library's copy is gone once it is loaded
   CHECK(model->num_inputs() == 1);
@@ -347,7 +348,7 @@ void run_package(const std::string& stem) {
   auto outputs = model->run({input});
   REQUIRE_MESSAGE(outputs.ok(), outputs.error().message);
   REQUIRE(outputs->size() == 1);
-  auto stats = compare_tensors((*outputs)[0].view(), expected.view(), Tolerance{1e-7, 1e-5});
+  auto stats = compare_tensors(tensor_bytes((*outputs)[0]), tensor_bytes(expected), Tolerance{1e-7, 1e-5});
   REQUIRE_MESSAGE(stats.ok(), stats.error().message);
   CHECK_MESSAGE(stats->passed(), test_case_verdict(stem, {{"output 0", {1e-7, 1e-5}, *stats, ""}}));
 
@@ -382,15 +383,12 @@ TEST_CASE("run on GPU: a short or missing weights blob fails at load naming the 
   REQUIRE_MESSAGE(part.ok(), part.error().message);
   PartWeights shorter = part->weights;
   shorter.blob = shorter.blob.first(3000);
-  LoadRequest request = ptb::test::load_request(*part, shorter);
-  auto model = AotiModel::load(request);
+  auto model = ptb::test::load_with(*part, shorter);
   REQUIRE_FALSE(model.ok());
   CHECK_CONTAINS(model.error().message, part->source + ": weights blob '" + part->weights.blob_key + "' holds 3000 bytes");
   CHECK_CONTAINS(model.error().message, "need 3200");
 
-  PartWeights none;
-  request.weights = &none;
-  auto unloaded = AotiModel::load(request);
+  auto unloaded = ptb::test::load_with(*part, PartWeights{});
   REQUIRE_FALSE(unloaded.ok());
   CHECK_CONTAINS(unloaded.error().message, "3 constants of the library have no value and the part has no weights");
   CHECK_MESSAGE(tmp.empty(), tmp.listing());
@@ -400,9 +398,7 @@ TEST_CASE("run on GPU: a wrong-shape input is refused, not run") {
   PTB_REQUIRE_GPU();
   auto part = open_run_part(ptb::test::fixture("aoti/mlp_et.pt2").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
-  LoadRequest request = ptb::test::load_request(*part, part->weights);
-  request.library_checks_inputs = true;  // a .pt2 has no signature: the library checks
-  auto model = AotiModel::load(request);
+  auto model = load_part(*part, {});  // a .pt2 has no signature: the library checks its inputs
   REQUIRE_MESSAGE(model.ok(), model.error().message);
   HostTensor wide;
   wide.scalar_type = 6;
@@ -430,16 +426,15 @@ TEST_CASE("run on GPU: a library that is not an AOTInductor model is refused and
   ScopedTmpdir tmp;
   auto part = open_run_part(ptb::test::fixture("cuda/sm90/model.pte").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
-  LoadRequest request = ptb::test::load_request(*part, part->weights);
-  request.library_origin = part->source + ": " + part->library_key;
-  auto model = AotiModel::load(request);
+  auto model = load_part(*part, {});
   REQUIRE_FALSE(model.ok());
   CHECK_CONTAINS(model.error().message, "does not export AOTInductorModelContainerCreateWithDevice");
   CHECK_MESSAGE(tmp.empty(), tmp.listing());
 
   std::vector<uint8_t> garbage(1000, 0x41);
-  request.library = Bytes(garbage.data(), garbage.size());
-  auto bad = AotiModel::load(request);
+  RunPart broken = *part;
+  broken.library = Bytes(garbage.data(), garbage.size());
+  auto bad = load_part(broken, {});
   REQUIRE_FALSE(bad.ok());
   // Refused while its ELF is read, before anything is written or loaded.
   CHECK_CONTAINS(bad.error().message, "not a 64-bit little-endian ELF header");
@@ -467,7 +462,7 @@ TEST_CASE("run on GPU: the CLI runs a package, writes its output, checks it and 
   if (ptb::test::have_jsonschema()) CHECK_MESSAGE(ptb::test::schema_problem("run", result.out) == "", result.out);
   HostTensor written = npy_tensor(dir / "out" / "mlp_et.out0.npy");
   HostTensor expected = npy_tensor(ptb::test::fixture("aoti/mlp_et.out0.npy"));
-  auto stats = compare_tensors(written.view(), expected.view(), Tolerance{1e-7, 1e-5});
+  auto stats = compare_tensors(tensor_bytes(written), tensor_bytes(expected), Tolerance{1e-7, 1e-5});
   REQUIRE(stats.ok());
   CHECK(stats->passed());
   std::printf("[gpu] ptbundle run mlp_et.pt2: %s; %.0f calls/s\n", doc["verdict"].get<std::string>().c_str(),

@@ -2,7 +2,7 @@
 // ExecuTorch's full options (link_libtorch=False, Triton-only GEMM and
 // convolution; tests/gpu/make_packages.py) run without LibTorch and give
 // eager PyTorch's outputs; a library needing a shim the runtime lacks is
-// refused before anything is loaded; the LibTorch runner gives the same
+// refused before anything is loaded; the LibTorch runtime gives the same
 // outputs (through the CLI, one process per runtime); 512 MiB of weights in
 // both layouts; process start to first output. The rates and the per-call
 // overhead are printed ("[gpu]" lines); bench/bench_builtin checks them
@@ -20,6 +20,7 @@
 
 #include "gpu/per_fqn_split.h"
 #include "gpu_support.h"
+#include "ptbundle/cuda/runtime_choice.h"
 #include "ptbundle/formats/npy.h"
 #include "ptbundle/results/timing.h"
 #include "ptbundle/results/tolerance.h"
@@ -39,11 +40,10 @@ namespace {
 const char* kPackages[] = {"et_mlp", "et_conv", "et_embed"};
 
 AotiModel load_builtin(const RunPart& part, const PartWeights& weights, bool staged = true) {
-  LoadRequest request = ptb::test::load_request(part, weights);
-  request.library_checks_inputs = true;
-  request.staged_upload = staged;
-  request.runtime = AotiRuntime::Builtin;
-  auto model = AotiModel::load(request);
+  LoadOptions options;
+  options.staged_upload = staged;
+  options.runtime = AotiRuntime::Builtin;
+  auto model = ptb::test::load_with(part, weights, options);
   REQUIRE_MESSAGE(model.ok(), model.error().message);
   CHECK(model->runtime().kind == AotiRuntime::Builtin);
   return std::move(model).value();
@@ -103,9 +103,9 @@ TEST_CASE("run on GPU, built-in runtime: a library needing a shim it lacks is re
   ScopedTmpdir tmp;
   auto part = open_run_part((*ptb::test::gpu_packages() / "nolibtorch.pt2").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
-  LoadRequest request = ptb::test::load_request(*part, part->weights);
-  request.runtime = AotiRuntime::Builtin;
-  auto refused = AotiModel::load(request);
+  LoadOptions options;
+  options.runtime = AotiRuntime::Builtin;
+  auto refused = load_part(*part, options);
   REQUIRE_FALSE(refused.ok());
   CHECK_CONTAINS(refused.error().message, "the built-in AOTInductor runtime lacks");
   CHECK_CONTAINS(refused.error().message, "Triton-only GEMM");
@@ -154,7 +154,7 @@ TEST_CASE("run on GPU, built-in runtime: 512 MiB of weights upload staged, blob 
   }
 }
 
-TEST_CASE("run on GPU, built-in runtime: the CLI's outputs equal the LibTorch runner's; start to first output") {
+TEST_CASE("run on GPU, built-in runtime: the CLI's outputs equal the LibTorch runtime's; start to first output") {
   PTB_REQUIRE_GPU_PACKAGES();
   ptb::test::trace_crashes();
   const fs::path folder = *ptb::test::gpu_packages();

@@ -53,10 +53,9 @@ struct Loaded {
 };
 
 Loaded load(const RunPart& part, const PartWeights& weights, bool staged) {
-  LoadRequest request = ptb::test::load_request(part, weights);
-  request.library_checks_inputs = true;
-  request.staged_upload = staged;
-  auto model = AotiModel::load(request);
+  LoadOptions options;
+  options.staged_upload = staged;
+  auto model = ptb::test::load_with(part, weights, options);
   REQUIRE_MESSAGE(model.ok(), model.error().message);
   LoadTimes times = model->load_times();
   return {std::move(model).value(), times};
@@ -87,14 +86,14 @@ TEST_CASE("run on GPU: per-FQN weights bind to a real AOTInductor library (mlp_e
 
   SUBCASE("a weight of another dtype is refused naming it") {
     weights.tensors[1].meta.dtype = 5;  // float16
-    auto refused = AotiModel::load(ptb::test::load_request(*part, weights));
+    auto refused = ptb::test::load_with(*part, weights);
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().message.find("weight 'l1.bias' is float16; the library expects float32") !=
           std::string::npos);
   }
   SUBCASE("a missing weight is refused naming the constant") {
     weights.tensors.erase(weights.tensors.begin() + 1);
-    auto refused = AotiModel::load(ptb::test::load_request(*part, weights));
+    auto refused = ptb::test::load_with(*part, weights);
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().message.find("no weight for constant 'l1.bias' of part mlp_et's library") !=
           std::string::npos);

@@ -1,5 +1,6 @@
 #include <vector>
 
+#include "ptbundle/cuda/runner.h"
 #include "ptbundle/results/timing.h"
 #include "support.h"
 

@@ -19,6 +19,7 @@
 #include "ptbundle/formats/ptd_writer.h"
 #include "ptbundle/formats/pte_writer.h"
 #include "ptbundle/cuda/runner.h"
+#include "ptbundle/cuda/runtime_choice.h"
 #include "ptbundle/formats/segment_source.h"
 #include "support.h"
 

@@ -1,10 +1,11 @@
-// AotiModel: the part's library checked (aoti_runtime.h), then loaded by the
-// runtime module that can serve it (runtime_modules.h).
+// AotiModel: the part's library checked (runtime_choice.h), then loaded by
+// the runtime module that can serve it (runtime_modules.h).
 #include <memory>
 
-#include "ptbundle/cuda/aoti_runtime.h"
+#include "ptbundle/base/sha256.h"
 #include "ptbundle/cuda/gpu.h"
 #include "ptbundle/cuda/runner.h"
+#include "ptbundle/cuda/runtime_choice.h"
 #include "runtime_modules.h"
 
 namespace ptb {
@@ -25,22 +26,21 @@ const std::vector<std::string>& AotiModel::input_names() const { return state_->
 const std::vector<std::string>& AotiModel::output_names() const { return state_->backend->output_names(); }
 const LoadTimes& AotiModel::load_times() const { return state_->backend->load_times(); }
 const RuntimeUse& AotiModel::runtime() const { return state_->runtime; }
+GraphState AotiModel::graph_state() const { return state_->backend->graph_state(); }
 
-Result<AotiModel> AotiModel::load(const LoadRequest& request) {
+Result<AotiModel> AotiModel::load(LoadRequest request) {
   if (!kRunnerBuilt) return usage_error(runner_unavailable_reason());
   PTB_TRY(RuntimeChoice choice, choose_runtime(request.library, request.library_origin, request.runtime));
   // A process already served by LibTorch runs link_libtorch=False libraries
   // through it, when the runtime was not asked for by name.
   if (choice.kind == AotiRuntime::Builtin && request.runtime == AotiRuntime::Auto &&
       detail::process_runtime() == AotiRuntime::LibTorch) {
-    choice = {AotiRuntime::LibTorch, "LibTorch already serves this process"};
+    choice = {AotiRuntime::LibTorch, "LibTorch already serves this process", choice.imports};
   }
   auto module = detail::runtime_module(choice.kind);
-  if (!module.ok()) {
-    Error error = module.take_error();
-    error.message = request.label + ": " + error.message;
-    return error;
-  }
+  if (!module.ok()) return with_context(request.label, module.take_error());
+  request.library_sha256 = to_hex(sha256(request.library));
+  request.imports = std::move(choice.imports);
   PTB_TRY(auto backend, (*module)->load(request));
   AotiModel model;
   model.state_ = std::make_unique<State>();
@@ -64,14 +64,23 @@ Status AotiModel::run_on_device(std::span<const DeviceTensor> inputs, std::span<
 
 std::optional<AotiRuntime> process_aoti_runtime() { return detail::process_runtime(); }
 
-Result<CudaDeviceInfo> cuda_device(int index) {
-  const GpuReport report = discover_gpus();
-  if (report.gpus.empty()) return invalid("no CUDA GPU: " + report.reason);
-  for (const GpuInfo& gpu : report.gpus) {
-    if (gpu.index == index) return CudaDeviceInfo{gpu.index, gpu.name, gpu.capability};
+const char* weights_layout_name(WeightsLayout layout) {
+  switch (layout) {
+    case WeightsLayout::Blob: return "blob";
+    case WeightsLayout::PerFqn: return "per_fqn";
+    default: return "none";
   }
-  return usage_error("no CUDA device " + std::to_string(index) + "; the driver sees " +
-                     std::to_string(report.gpus.size()));
+}
+
+uint64_t PartWeights::total_bytes() const {
+  uint64_t total = blob.size();
+  for (const auto& tensor : tensors) total += tensor.bytes.size();
+  return total;
+}
+
+double LoadTimes::upload_gb_per_second() const {
+  if (weight_bytes == 0 || weights_ms <= 0) return 0;
+  return static_cast<double>(weight_bytes) / (weights_ms / 1000.0) / 1e9;
 }
 
 Result<double> pinned_upload_gb_per_second(uint64_t bytes, int device, int repeats) {

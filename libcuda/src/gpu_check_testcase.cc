@@ -1,14 +1,16 @@
 // Reproducing recorded test cases: a bundle part's testcases/<part>.ptd and
-// a BundledProgram's test suites, run through the LibTorch runner on a GPU of
-// this machine and compared with tolerance.h's rule. Where that cannot
-// happen (runner not built, no GPU, the part does not run on it) the check
-// is skipped with the reason, never passed.
+// a BundledProgram's test suites, run on a GPU of this machine by the runtime
+// that serves the part (the built-in runtime, or LibTorch for libraries linked
+// to it) and compared with tolerance.h's rule. Where that cannot happen (no
+// runtime built, no GPU, the part does not run on it) the check is skipped
+// with the reason, never passed.
 #include <algorithm>
 
 #include "ptbundle/cuda/gpu_check.h"
 #include "ptbundle/cuda/run.h"
 #include "ptbundle/cuda/run_part.h"
 #include "ptbundle/cuda/runner.h"
+#include "ptbundle/cuda/runtime_choice.h"
 #include "ptbundle/results/tolerance.h"
 
 namespace ptb {
@@ -30,14 +32,9 @@ std::vector<uint64_t> shape_of(const std::vector<int64_t>& sizes) {
 void run_and_compare(const std::string& subject, const std::string& part_name, const RunPart& part, int device,
                      const std::vector<HostTensor>& inputs, const std::vector<TensorBytes>& expected,
                      const std::optional<Tolerance>& recorded, CheckList& checks) {
-  LoadRequest request;
-  request.label = "part " + part_name;
-  request.library = part.library;
-  request.library_origin = part.source + ": " + part.library_key;
-  request.weights = &part.weights;
-  request.device = device;
-  request.library_checks_inputs = !part.inputs.has_value();
-  auto model = AotiModel::load(request);
+  LoadOptions options;
+  options.device = device;
+  auto model = load_part(part, options);
   if (!model.ok()) {
     checks.fail(checks::kTestcase, subject, model.error().message);
     return;

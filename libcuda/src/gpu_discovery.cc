@@ -85,4 +85,14 @@ GpuReport discover_gpus(const std::string& library) {
   return report;
 }
 
+Result<CudaDeviceInfo> cuda_device(int index) {
+  const GpuReport report = discover_gpus();
+  if (report.gpus.empty()) return invalid("no CUDA GPU: " + report.reason);
+  for (const GpuInfo& gpu : report.gpus) {
+    if (gpu.index == index) return CudaDeviceInfo{gpu.index, gpu.name, gpu.capability, report.driver_version};
+  }
+  return usage_error("no CUDA device " + std::to_string(index) + "; the driver sees " +
+                     std::to_string(report.gpus.size()));
+}
+
 }  // namespace ptb

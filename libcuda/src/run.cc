@@ -6,124 +6,14 @@
 #include <filesystem>
 
 #include "ptbundle/cuda/gpu.h"
+#include "ptbundle/cuda/run_inputs.h"
+#include "ptbundle/cuda/runtime_choice.h"
 #include "ptbundle/formats/npy.h"
 
 namespace ptb {
 namespace {
 
 namespace fs = std::filesystem;
-
-// "NAME=FILE" or "FILE".
-struct NamedFile {
-  std::string name;  // empty: the next one in order
-  std::string file;
-};
-
-NamedFile split_named(const std::string& text) {
-  const auto eq = text.find('=');
-  if (eq == std::string::npos) return {"", text};
-  return {text.substr(0, eq), text.substr(eq + 1)};
-}
-
-std::optional<size_t> as_index(const std::string& name) {
-  if (name.empty() || name.size() > 6 || name.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  return std::stoul(name);
-}
-
-// NAME against indices and names; `next` counts unnamed ones.
-Result<size_t> resolve(const NamedFile& item, const std::vector<std::string>& names, size_t& next, const char* what,
-                       const std::string& option) {
-  size_t index = 0;
-  if (item.name.empty()) {
-    index = next++;
-  } else if (auto number = as_index(item.name)) {
-    index = *number;
-  } else {
-    auto found = std::find(names.begin(), names.end(), item.name);
-    if (found == names.end()) {
-      std::string known;
-      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-      return usage_error(option + " " + item.name + "=" + item.file + ": no " + what + " named '" + item.name +
-                         "'; the library has " + (known.empty() ? "none" : known) + " (or use an index)");
-    }
-    index = static_cast<size_t>(found - names.begin());
-  }
-  if (index >= names.size()) {
-    return usage_error(option + " " + (item.name.empty() ? item.file : item.name + "=" + item.file) + ": the part has " +
-                       std::to_string(names.size()) + " " + what + "s");
-  }
-  return index;
-}
-
-struct BoundInput {
-  HostTensor tensor;
-  std::string origin;  // the file, or "random"
-};
-
-// Inputs in library order; each .npy checked against the signature, when
-// there is one, as it is read.
-Result<std::vector<BoundInput>> bind_inputs(const RunRequest& request, const RunPart& part,
-                                            const std::vector<std::string>& names) {
-  const size_t count = names.size();
-  if (part.inputs && part.inputs->size() != count) {
-    return invalid(part.source + ": method " + part.method + " takes " + std::to_string(part.inputs->size()) +
-                   " inputs, but its library takes " + std::to_string(count));
-  }
-  std::vector<std::optional<BoundInput>> slots(count);
-  size_t next = 0;
-  for (const std::string& text : request.inputs) {
-    NamedFile item = split_named(text);
-    PTB_TRY(size_t index, resolve(item, names, next, "input", "--input"));
-    if (slots[index]) return usage_error("--input: input " + std::to_string(index) + " is given twice");
-    std::optional<ValueSpec> spec;
-    if (part.inputs) spec = (*part.inputs)[index];
-    PTB_TRY(HostTensor tensor, read_input(item.file, spec, index, part.method));
-    slots[index] = BoundInput{std::move(tensor), item.file};
-  }
-  std::vector<BoundInput> inputs;
-  for (size_t i = 0; i < count; ++i) {
-    if (!slots[i]) {
-      if (!request.random) {
-        return usage_error("input " + std::to_string(i) + " (" + names[i] + ") of " + part.method +
-                           " is not given: pass --input " + std::to_string(i) + "=FILE.npy, or --random");
-      }
-      if (!part.inputs) {
-        return usage_error(part.source + " records no input signature, so --random cannot make input " +
-                           std::to_string(i) + "; pass --input " + std::to_string(i) + "=FILE.npy");
-      }
-      PTB_TRY(HostTensor tensor, random_input((*part.inputs)[i], i, part.method, request.seed));
-      slots[i] = BoundInput{std::move(tensor), "random"};
-    }
-    inputs.push_back(std::move(*slots[i]));
-  }
-  return inputs;
-}
-
-std::vector<std::string> index_names(size_t count) {
-  std::vector<std::string> names;
-  for (size_t i = 0; i < count; ++i) names.push_back(std::to_string(i));
-  return names;
-}
-
-// Inputs named by index are bound before loading, against the signature; a
-// name other than an index waits for the library's names. A plain struct, not
-// std::optional<std::vector>: GCC 12 -O2 reports a false -Wmaybe-uninitialized
-// for the latter once it is moved out of a Result.
-struct EarlyInputs {
-  bool bound = false;
-  std::vector<BoundInput> inputs;
-};
-
-Result<EarlyInputs> bind_before_loading(const RunRequest& request, const RunPart& part) {
-  if (!part.inputs) return EarlyInputs{};
-  auto inputs = bind_inputs(request, part, index_names(part.inputs->size()));
-  if (inputs.ok()) return EarlyInputs{true, std::move(inputs).value()};
-  for (const auto& text : request.inputs) {
-    NamedFile item = split_named(text);
-    if (!item.name.empty() && !as_index(item.name)) return EarlyInputs{};
-  }
-  return inputs.error();
-}
 
 Result<std::vector<RunCheck>> check_expects(const RunRequest& request, const std::vector<std::string>& output_names,
                                             const std::vector<HostTensor>& outputs) {
@@ -133,7 +23,7 @@ Result<std::vector<RunCheck>> check_expects(const RunRequest& request, const std
   size_t next = 0;
   for (const std::string& text : request.expects) {
     NamedFile item = split_named(text);
-    PTB_TRY(size_t index, resolve(item, output_names, next, "output", "--expect"));
+    PTB_TRY(size_t index, resolve_named(item, output_names, next, "output", "--expect"));
     PTB_TRY(NpyFile file, NpyFile::open(item.file));
     const NpyHeader& header = file.header();
     Tolerance tolerance = default_tolerance(header.scalar_type);
@@ -155,6 +45,10 @@ RunTensor tensor_record(size_t index, const std::string& name, const HostTensor&
 
 }  // namespace
 
+TensorBytes tensor_bytes(const HostTensor& tensor) {
+  return {tensor.scalar_type, tensor.shape, Bytes(tensor.data.data(), tensor.data.size())};
+}
+
 bool RunReport::passed() const {
   return std::all_of(checks.begin(), checks.end(), [](const RunCheck& c) { return c.comparison.passed(); });
 }
@@ -169,7 +63,7 @@ std::vector<OutputComparison> compare_outputs(const std::vector<HostTensor>& out
     if (want.index >= outputs.size()) {
       comparison.problem = "the method returned " + std::to_string(outputs.size()) + " output(s)";
     } else {
-      auto stats = compare_tensors(outputs[want.index].view(), want.tensor, want.tolerance);
+      auto stats = compare_tensors(tensor_bytes(outputs[want.index]), want.tensor, want.tolerance);
       if (stats.ok()) comparison.stats = *stats;
       else comparison.problem = stats.error().message;
     }
@@ -183,25 +77,22 @@ Result<RunReport> run_part(const RunRequest& request) {
   if (request.warmup < 0 || request.iterations < 0) return usage_error("--warmup and --iterations must be 0 or more");
 
   PTB_TRY(CudaDeviceInfo device, cuda_device(request.device));
-  const GpuReport gpus = discover_gpus();
   RunPartOptions options;
   options.part = request.part;
   options.method = request.method;
   options.gpu = device.capability;
-  options.driver_version = gpus.driver_version;
+  options.driver_version = device.driver_version;
   PTB_TRY(RunPart part, open_run_part(request.path, options));
-  PTB_TRY(auto early, bind_before_loading(request, part));
+  const InputArguments arguments{request.inputs, request.random, request.seed};
+  PTB_TRY(auto early, bind_before_loading(arguments, part));
 
-  LoadRequest load;
-  load.label = "part " + part.name;
-  load.library = part.library;
-  load.library_origin = part.source + ": " + part.library_key;
-  load.weights = &part.weights;
+  LoadOptions load;
   load.device = request.device;
-  load.library_checks_inputs = !part.inputs;
   load.staged_upload = request.staged_upload;
   load.runtime = request.runtime;
-  PTB_TRY(AotiModel model, AotiModel::load(load));
+  load.cuda_graphs = request.cuda_graphs;
+  load.seed = request.seed;
+  PTB_TRY(AotiModel model, load_part(part, load));
 
   std::vector<BoundInput> inputs;
   if (early.bound) {
@@ -211,7 +102,7 @@ Result<RunReport> run_part(const RunRequest& request) {
                      " inputs, but its library takes " + std::to_string(model.num_inputs()));
     }
   } else {
-    PTB_TRY(inputs, bind_inputs(request, part, model.input_names()));
+    PTB_TRY(inputs, bind_inputs(arguments, part, model.input_names()));
   }
   std::vector<HostTensor> tensors;
   for (const auto& input : inputs) tensors.push_back(input.tensor);
@@ -260,6 +151,7 @@ Result<RunReport> run_part(const RunRequest& request) {
   if (request.iterations > 0) {
     PTB_TRY(std::vector<double> times, model.time_calls(tensors, request.warmup, request.iterations));
     report.timing = summarize_timings(times);
+    report.graphs = model.graph_state();
     if (auto warning = stability_warning(*report.timing)) report.warnings.push_back(*warning);
   }
   return report;

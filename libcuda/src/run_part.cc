@@ -7,13 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
-#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
-#include <random>
 
 #include "ptbundle/kernels/compat.h"
 #include "ptbundle/kernels/kernel_images.h"
@@ -30,12 +27,6 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string key_text(const std::string& key) { return "'" + key + "'"; }
-
-uint64_t weights_total(const PartWeights& weights) {
-  uint64_t total = weights.blob.size();
-  for (const auto& tensor : weights.tensors) total += tensor.bytes.size();
-  return total;
-}
 
 // The bytes a strided view reaches (weight_view_bytes, verify's rule), as
 // ExecuTorch's CudaWeightCache checks them before it binds a weight.
@@ -86,7 +77,9 @@ Status resolve_weights(const ProgramWithData& source, const std::string& name, c
                      std::to_string(bytes.size()) + " bytes; weight '" + weight.fqn + "' of part " + name + " needs " +
                      std::to_string(weight.storage_nbytes));
     }
-    part.weights.tensors.push_back({weight, bytes});
+    WeightMeta meta{weight.fqn,           weight.storage_key, weight.storage_nbytes, weight.dtype,
+                    weight.device_type,   weight.storage_offset, weight.sizes,       weight.strides};
+    part.weights.tensors.push_back({std::move(meta), bytes});
   }
   return {};
 }
@@ -314,15 +307,6 @@ Result<RunPart> open_bundle_part(const fs::path& folder, const RunPartOptions& o
 
 }  // namespace
 
-const char* weights_layout_name(WeightsLayout layout) {
-  switch (layout) {
-    case WeightsLayout::Blob: return "blob";
-    case WeightsLayout::PerFqn: return "per_fqn";
-    default: return "none";
-  }
-}
-
-uint64_t PartWeights::total_bytes() const { return weights_total(*this); }
 
 Result<RunPart> open_run_part(std::shared_ptr<const ProgramWithData> program, const std::string& name,
                               const RunPartOptions& options) {
@@ -346,118 +330,6 @@ Result<RunPart> open_run_part(const std::string& path, const RunPartOptions& opt
     return open_pte_part(input, data, name, options);
   }
   return usage_error(path + ": not a bundle folder, a .pte or a .pt2 package");
-}
-
-// ---- Inputs ----
-
-std::string tensor_text(int8_t scalar_type, const std::vector<uint64_t>& shape) {
-  return std::string(scalar_type_name(scalar_type)) + " " + shape_text(shape);
-}
-
-namespace {
-
-std::vector<uint64_t> spec_shape(const TensorSpec& spec) {
-  std::vector<uint64_t> shape;
-  for (int64_t size : spec.sizes) shape.push_back(size < 0 ? 0 : static_cast<uint64_t>(size));
-  return shape;
-}
-
-std::string input_text(size_t index, const std::string& method) {
-  return "input " + std::to_string(index) + " of " + method;
-}
-
-Result<const TensorSpec*> tensor_spec(const ValueSpec& spec, size_t index, const std::string& method) {
-  if (!spec.tensor) {
-    return invalid(input_text(index, method) + " is a " + spec.kind + ", not a tensor; ptbundle run passes tensors only");
-  }
-  return &*spec.tensor;
-}
-
-}  // namespace
-
-Result<HostTensor> read_input(const std::string& path, const std::optional<ValueSpec>& spec, size_t index,
-                              const std::string& method) {
-  PTB_TRY(NpyFile file, NpyFile::open(path));
-  const NpyHeader& header = file.header();
-  if (spec) {
-    PTB_TRY(const TensorSpec* tensor, tensor_spec(*spec, index, method));
-    const std::vector<uint64_t> expected = spec_shape(*tensor);
-    bool shape_ok = header.shape.size() == expected.size();
-    const bool bounded = tensor->dynamism != "static";
-    for (size_t d = 0; shape_ok && d < expected.size(); ++d) {
-      shape_ok = bounded ? header.shape[d] <= expected[d] : header.shape[d] == expected[d];
-    }
-    if (header.scalar_type != tensor->scalar_type || !shape_ok) {
-      return invalid(path + ": holds " + tensor_text(header.scalar_type, header.shape) + "; " +
-                     input_text(index, method) + " takes " + tensor_text(tensor->scalar_type, expected) +
-                     (bounded ? " (each dimension at most)" : ""));
-    }
-  }
-  HostTensor tensor;
-  tensor.scalar_type = header.scalar_type;
-  tensor.shape = header.shape;
-  tensor.data.assign(file.data().begin(), file.data().end());
-  return tensor;
-}
-
-Result<HostTensor> random_input(const ValueSpec& spec, size_t index, const std::string& method, uint64_t seed) {
-  PTB_TRY(const TensorSpec* tensor, tensor_spec(spec, index, method));
-  auto element = scalar_type_size(tensor->scalar_type);
-  if (!element) {
-    return invalid(input_text(index, method) + " has dtype " + scalar_type_name(tensor->scalar_type) +
-                   ", for which ptbundle makes no random values; give an .npy file with --input");
-  }
-  HostTensor out;
-  out.scalar_type = tensor->scalar_type;
-  out.shape = spec_shape(*tensor);
-  uint64_t count = 1;
-  for (uint64_t d : out.shape) {
-    if (d != 0 && count > (1ull << 40) / d) return invalid(input_text(index, method) + " is too large to fill");
-    count *= d;
-  }
-  out.data.resize(count * *element);
-  std::mt19937_64 engine(seed + index);
-  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
-  std::uniform_int_distribution<int> small(0, 9);
-  uint8_t* p = out.data.data();
-  for (uint64_t i = 0; i < count; ++i, p += *element) {
-    switch (tensor->scalar_type) {
-      case 5: {  // float16: round a float32 to the nearest half (values in [-1, 1) never overflow)
-        float value = real(engine);
-        uint32_t bits = std::bit_cast<uint32_t>(value);
-        uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
-        float magnitude = std::fabs(value);
-        uint16_t half = sign;
-        if (magnitude >= 6.103515625e-05f) {  // normal half
-          int exponent;
-          float mantissa = std::frexp(magnitude, &exponent);  // [0.5, 1)
-          uint32_t m = static_cast<uint32_t>(std::lround((mantissa * 2 - 1) * 1024));
-          int e = exponent - 1 + 15;
-          if (m == 1024) { m = 0; ++e; }
-          half |= static_cast<uint16_t>((e << 10) | m);
-        } else {
-          half |= static_cast<uint16_t>(std::lround(magnitude / 5.9604644775390625e-08f));
-        }
-        std::memcpy(p, &half, 2);
-        break;
-      }
-      case 6: { float value = real(engine); std::memcpy(p, &value, 4); break; }
-      case 7: { double value = real(engine); std::memcpy(p, &value, 8); break; }
-      case 15: {  // bfloat16: the upper half of a float32, rounded to nearest even
-        uint32_t bits = std::bit_cast<uint32_t>(real(engine));
-        uint16_t bf = static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
-        std::memcpy(p, &bf, 2);
-        break;
-      }
-      case 11: p[0] = static_cast<uint8_t>(small(engine) & 1); break;
-      default: {  // integers, little-endian
-        uint64_t value = static_cast<uint64_t>(small(engine));
-        std::memcpy(p, &value, *element);
-        break;
-      }
-    }
-  }
-  return out;
 }
 
 }  // namespace ptb

@@ -24,7 +24,7 @@
 #include <filesystem>
 #include <mutex>
 
-#include "ptbundle/cuda/runner_config.h"
+#include "ptbundle/cuda/runtime_choice.h"
 
 namespace ptb::detail {
 namespace {
@@ -41,7 +41,7 @@ std::optional<AotiRuntime> serving;
 Loaded builtin_loaded, libtorch_loaded;
 
 const char* file_name(AotiRuntime kind) {
-  return kind == AotiRuntime::Builtin ? PTB_BUILTIN_RUNTIME_FILE : PTB_LIBTORCH_RUNNER_FILE;
+  return kind == AotiRuntime::Builtin ? PTB_BUILTIN_RUNTIME_FILE : PTB_LIBTORCH_RUNTIME_FILE;
 }
 
 std::vector<fs::path> search_folders() {
@@ -71,7 +71,7 @@ Loaded load(AotiRuntime kind) {
       looked += (looked.empty() ? "" : ", ") + folder.string();
       continue;
     }
-    // The built-in runtime must be global (see above); the LibTorch runner
+    // The built-in runtime must be global (see above); the LibTorch runtime
     // makes LibTorch global itself, and keeps its own code local.
     const int mode = RTLD_NOW | (kind == AotiRuntime::Builtin ? RTLD_GLOBAL : RTLD_LOCAL);
     void* handle = ::dlopen(candidate.c_str(), mode);
@@ -106,7 +106,7 @@ Result<const RuntimeModule*> runtime_module(AotiRuntime kind) {
     return usage_error(std::string("the built-in runtime is not in this build (") + PTB_BUILTIN_RUNTIME_STATUS + ")");
   }
   if (kind == AotiRuntime::LibTorch && !kLibTorchRunnerBuilt) {
-    return usage_error("this build has no LibTorch runner (" + libtorch_status() + "); rebuild with " +
+    return usage_error("this build has no LibTorch runtime (" + libtorch_status() + "); rebuild with " +
                        kLibTorchFlags);
   }
   if (serving && *serving != kind) {

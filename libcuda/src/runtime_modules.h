@@ -4,7 +4,7 @@
 
 #include "ptbundle/base/result.h"
 #include "ptbundle/cuda/runner.h"
-#include "runtime_module.h"
+#include "runner/runtime_module.h"
 
 namespace ptb::detail {
 

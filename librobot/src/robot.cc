@@ -4,6 +4,7 @@
 #include "ptbundle/cuda/gpu_check.h"
 #include "ptbundle/cuda/run_part.h"
 #include "ptbundle/cuda/runner.h"
+#include "ptbundle/cuda/runtime_choice.h"
 #include "ptbundle/results/timing.h"
 
 namespace ptb::robot {
@@ -22,6 +23,11 @@ Model::~Model() = default;
 
 const LoadInfo& Model::info() const { return state_->info; }
 const Verification& Model::verification() const { return state_->verification; }
+
+GraphInfo Model::graphs() const {
+  const GraphState state = state_->model.graph_state();
+  return {state.requested, state.active, state.why_not};
+}
 
 namespace {
 
@@ -71,19 +77,16 @@ Result<Model> Model::open(const std::string& bundle, const Options& options) {
   part_options.part = options.part;
   part_options.method = options.method;
   part_options.gpu = device.capability;
-  part_options.driver_version = discover_gpus().driver_version;
+  part_options.driver_version = device.driver_version;
   PTB_TRY(state->part, open_run_part(bundle, part_options));
 
-  LoadRequest request;
-  request.label = "part " + state->part.name;
-  request.library = state->part.library;
-  request.library_origin = state->part.source + ": " + state->part.library_key;
-  request.weights = &state->part.weights;
-  request.device = options.device;
-  request.library_checks_inputs = !state->part.inputs;
-  request.staged_upload = options.staged_upload;
-  request.runtime = *runtime;
-  PTB_TRY(state->model, AotiModel::load(request));
+  LoadOptions load;
+  load.device = options.device;
+  load.staged_upload = options.staged_upload;
+  load.runtime = *runtime;
+  load.cuda_graphs = options.cuda_graphs;
+  load.seed = options.seed;
+  PTB_TRY(state->model, load_part(state->part, load));
 
   LoadInfo& info = state->info;
   const LoadTimes& times = state->model.load_times();
@@ -102,7 +105,9 @@ Result<Model> Model::open(const std::string& bundle, const Options& options) {
   info.library_ms = times.library_ms;
   info.create_ms = times.create_ms;
   info.weights_ms = times.weights_ms;
-  info.total_ms = info.read_ms + times.library_ms + times.create_ms + times.weights_ms;
+  LoadTimes all = times;
+  all.read_ms = state->part.read_ms;
+  info.total_ms = all.total_ms();
   info.input_names = state->model.input_names();
   info.output_names = state->model.output_names();
   info.inputs.resize(info.input_names.size());

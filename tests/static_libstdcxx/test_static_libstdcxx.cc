@@ -12,6 +12,7 @@
 #include <string>
 
 #include "ptbundle/base/file.h"
+#include "ptbundle/base/sha256.h"
 #include "runner/loaded_library.h"
 
 namespace {
@@ -22,7 +23,7 @@ using Variant = int (*)();
 ptb::detail::LoadedLibrary open_locale_user(const char* path) {
   auto file = ptb::MappedFile::open(path);
   REQUIRE_MESSAGE(file.ok(), file.error().message);
-  auto library = ptb::detail::LoadedLibrary::open(file->bytes(), "locale_user.so", path);
+  auto library = ptb::detail::LoadedLibrary::open(file->bytes(), ptb::to_hex(ptb::sha256(file->bytes())), "locale_user.so", path);
   REQUIRE_MESSAGE(library.ok(), library.error().message);
   return *library;
 }
@@ -63,7 +64,7 @@ TEST_CASE("without a shared libstdc++ a second library with its own is refused, 
 
   auto file = ptb::MappedFile::open(PTB_LOCALE_USER_B);
   REQUIRE(file.ok());
-  auto second = ptb::detail::LoadedLibrary::open(file->bytes(), "locale_user.so", "b.pte: named data 'x_so_blob'");
+  auto second = ptb::detail::LoadedLibrary::open(file->bytes(), ptb::to_hex(ptb::sha256(file->bytes())), "locale_user.so", "b.pte: named data 'x_so_blob'");
   REQUIRE_FALSE(second.ok());
   const std::string& message = second.error().message;
   CHECK(message.find("b.pte: named data 'x_so_blob': this library carries its own libstdc++") == 0);

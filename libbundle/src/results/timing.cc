@@ -48,9 +48,4 @@ std::optional<std::string> stability_warning(const TimingStats& stats, double th
   return std::string(text);
 }
 
-double LoadTimes::upload_gb_per_second() const {
-  if (weight_bytes == 0 || weights_ms <= 0) return 0;
-  return static_cast<double>(weight_bytes) / (weights_ms / 1000.0) / 1e9;
-}
-
 }  // namespace ptb

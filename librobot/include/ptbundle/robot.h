@@ -14,7 +14,7 @@
 // ptb::Result (or ptb::Status) whose error is one line naming the file and
 // what was expected. Libraries compiled with link_libtorch=False run on the
 // built-in runtime; others need ptbundle built with LibTorch (and then run
-// through its LibTorch runner module). One runtime serves a process (see
+// through its LibTorch runtime module). One runtime serves a process (see
 // ptbundle/cuda/runner.h in the source tree).
 #pragma once
 
@@ -35,6 +35,11 @@ struct Options {
   bool verify = true;        // run `ptbundle verify`'s checks first; any failure refuses the bundle
   std::string runtime = "auto";  // "auto", "builtin" or "libtorch"
   bool staged_upload = true;     // weights through pinned staging buffers
+  // Calls are captured into a CUDA graph at the second call and replayed
+  // (inputs must keep the shape of that call); LoadInfo::graphs says
+  // whether they are, and if not why not.
+  bool cuda_graphs = false;
+  uint64_t seed = 0;  // the runtime's random draws (samplers): the same seed, the same draws
 };
 
 // A tensor in host memory, row-major and contiguous. dtype: c10/ExecuTorch
@@ -82,6 +87,12 @@ struct LoadInfo {
   std::vector<InputSpec> inputs;  // one per input name
 };
 
+struct GraphInfo {
+  bool requested = false;
+  bool active = false;  // calls replay a captured CUDA graph
+  std::string why_not;
+};
+
 struct CallTimes {
   uint64_t count = 0;
   double min_ms = 0, median_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0, mean_ms = 0;
@@ -98,6 +109,8 @@ class Model {
 
   const LoadInfo& info() const;
   const Verification& verification() const;
+  // Whether calls replay a CUDA graph (Options::cuda_graphs), as of now.
+  GraphInfo graphs() const;
 
   // One call: inputs copied to the GPU, outputs copied back.
   Result<std::vector<Tensor>> run(const std::vector<Tensor>& inputs);

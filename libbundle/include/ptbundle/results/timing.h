@@ -44,17 +44,4 @@ inline constexpr double kUnstableCoefficientOfVariation = 0.10;
 std::optional<std::string> stability_warning(const TimingStats& stats,
                                              double threshold = kUnstableCoefficientOfVariation);
 
-// Where the time to make a part runnable went.
-struct LoadTimes {
-  double read_ms = 0;      // opening the files and checking what will be loaded
-  double library_ms = 0;   // writing the library to a private folder and dlopen
-  double create_ms = 0;    // creating the model container on the GPU
-  double weights_ms = 0;   // uploading the weights to the GPU
-  uint64_t weight_bytes = 0;
-  std::string upload_method;  // how the weights reached the GPU, for people
-  double total_ms() const { return read_ms + library_ms + create_ms + weights_ms; }
-  // 0 when nothing was uploaded.
-  double upload_gb_per_second() const;
-};
-
 }  // namespace ptb

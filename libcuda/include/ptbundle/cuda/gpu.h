@@ -36,6 +36,18 @@ struct GpuReport {
 // `library` is the driver to load (tests point it at other files).
 GpuReport discover_gpus(const std::string& library = kDriverLibrary);
 
+// The GPU a part runs on, as the driver numbers it (the CUDA runtime
+// numbers them the same way), and the driver's version.
+struct CudaDeviceInfo {
+  int index = 0;
+  std::string name;
+  GpuCapability capability;
+  uint32_t driver_version = 0;
+};
+
+// CUDA device `index`, from one discovery; an error without a GPU.
+Result<CudaDeviceInfo> cuda_device(int index);
+
 // What the driver says when it is asked to load one image on a GPU.
 struct ModuleLoadResult {
   bool loaded = false;

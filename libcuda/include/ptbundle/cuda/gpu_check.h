@@ -2,8 +2,8 @@
 // that libbundle's integrity checks found: can each CUDA part run on a given
 // GPU (the variant ExecuTorch would pick, then the driver's rules for the
 // kernels in that library), do the kernel targets bundle.json records match
-// the libraries, and do the recorded test cases reproduce (only where the
-// LibTorch runner is built and a GPU is here).
+// the libraries, and do the recorded test cases reproduce (only where a
+// runtime is built and a GPU is here).
 #pragma once
 
 #include <string>

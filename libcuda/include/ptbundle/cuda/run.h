@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ptbundle/base/result.h"
+#include "ptbundle/cuda/gpu.h"
 #include "ptbundle/cuda/run_part.h"
 #include "ptbundle/cuda/runner.h"
 #include "ptbundle/results/timing.h"
@@ -40,6 +41,7 @@ struct RunRequest {
   std::optional<double> rtol;
   bool staged_upload = true;  // false: --pageable-upload
   AotiRuntime runtime = AotiRuntime::Auto;  // --runtime
+  bool cuda_graphs = false;                 // --cuda-graph
 };
 
 // An input or output as it went in or came out.
@@ -61,8 +63,9 @@ struct RunReport {
   std::string part;
   std::string source;
   std::string method;
-  std::string libtorch;  // the version this build's LibTorch runner has; empty without one
+  std::string libtorch;  // the version this build's LibTorch runtime has; empty without one
   RuntimeUse runtime;    // which runtime loaded the library, and why
+  GraphState graphs;     // whether calls replayed a CUDA graph
   CudaDeviceInfo device;
   std::string variant;
   std::string kernels;
@@ -93,6 +96,9 @@ struct ExpectedOutput {
   TensorBytes tensor;
   Tolerance tolerance;
 };
+
+// A host tensor as the comparison reads it.
+TensorBytes tensor_bytes(const HostTensor& tensor);
 
 // tolerance.h's rule for each expected output against what the method
 // returned; an index past the outputs, or a dtype or shape that differs, is

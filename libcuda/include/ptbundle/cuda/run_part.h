@@ -28,25 +28,9 @@
 #include "ptbundle/program/program_with_data.h"
 #include "ptbundle/base/result.h"
 #include "ptbundle/results/tolerance.h"
+#include "ptbundle/cuda/runner.h"
 
 namespace ptb {
-
-enum class WeightsLayout { None, Blob, PerFqn };
-const char* weights_layout_name(WeightsLayout layout);  // "none", "blob", "per_fqn"
-
-struct FqnWeightBytes {
-  CudaWeight meta;  // fqn, storage key, dtype (ScalarType), sizes, strides, offset
-  Bytes bytes;      // exactly meta.storage_nbytes
-};
-
-struct PartWeights {
-  WeightsLayout layout = WeightsLayout::None;
-  std::string file;  // the file they are in, for messages
-  std::string blob_key;
-  Bytes blob;
-  std::vector<FqnWeightBytes> tensors;
-  uint64_t total_bytes() const;
-};
 
 struct RunPart {
   std::string name;    // the part, or the file's stem
@@ -84,26 +68,15 @@ Result<RunPart> open_run_part(const std::string& path, const RunPartOptions& opt
 Result<RunPart> open_run_part(std::shared_ptr<const ProgramWithData> program, const std::string& name,
                               const RunPartOptions& options);
 
-// A tensor in host memory, laid out as in an .npy file.
-struct HostTensor {
-  int8_t scalar_type = 0;  // ExecuTorch ScalarType
-  std::vector<uint64_t> shape;
-  std::vector<uint8_t> data;
-  TensorBytes view() const { return {scalar_type, shape, Bytes(data.data(), data.size())}; }
+// Loads an opened part on the GPU: the one way run, verify's test cases,
+// the robot API and the tests load a part.
+struct LoadOptions {
+  int device = 0;
+  AotiRuntime runtime = AotiRuntime::Auto;
+  bool staged_upload = true;
+  bool cuda_graphs = false;
+  uint64_t seed = 0;
 };
-
-// "float32 [4, 16]"
-std::string tensor_text(int8_t scalar_type, const std::vector<uint64_t>& shape);
-
-// An .npy file checked against input `index` of the method: dtype, and shape
-// (each dimension at most the bound for dynamic_bound tensors). The error
-// names the file, the input and both signatures.
-Result<HostTensor> read_input(const std::string& path, const std::optional<ValueSpec>& spec, size_t index,
-                              const std::string& method);
-
-// Values for input `index` from its signature: uniform in [-1, 1) for
-// floating types, [0, 10) for integers, 0/1 for bool; the same seed gives
-// the same values.
-Result<HostTensor> random_input(const ValueSpec& spec, size_t index, const std::string& method, uint64_t seed);
+Result<AotiModel> load_part(const RunPart& part, const LoadOptions& options);
 
 }  // namespace ptb

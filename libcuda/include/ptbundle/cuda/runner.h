@@ -1,40 +1,35 @@
-// Running a part's AOTInductor library on the GPU, without PyTorch's package
-// loader, through one of two runtimes:
+// Running a part's AOTInductor library on a GPU without PyTorch's package
+// loader: the runner API. It needs nothing but libbase, so that the runtime
+// modules that implement it (runtime_module.h in the source tree) carry no
+// file format, JSON or FlatBuffers code into a robot's process.
 //
-//   - the built-in runtime (libptbundle_aoti_runtime.so, built with the CUDA
-//     toolkit): provides the aoti_torch_* shims and the CUDA runtime that a
+// Two runtimes implement it, each a module loaded at run time:
+//
+//   - the built-in runtime (libptbundle_builtin_runtime.so, built with the
+//     CUDA toolkit): the aoti_torch_* shims and the CUDA runtime that a
 //     library compiled with aot_inductor.link_libtorch=False (as ExecuTorch
-//     compiles them) imports; no LibTorch anywhere;
-//   - the LibTorch runner (libptbundle_libtorch_runner.so, built only when
+//     compiles them) imports, with cuBLAS and cuDNN opened at first use for
+//     the GEMM and convolution shims; no LibTorch anywhere;
+//   - the LibTorch runtime (libptbundle_libtorch_runtime.so, built only when
 //     CMake found LibTorch): for libraries that name libtorch among their
 //     dependencies (DT_NEEDED), whose shims are LibTorch's.
 //
-// Both are modules loaded at run time (src/runtime_modules.cc says why), so
-// no binary of ptbundle links LibTorch. Before anything is loaded, the
-// library's ELF says which runtime it needs and, for the built-in one,
-// whether every aoti_torch_* function it imports is provided
-// (aoti_runtime.h); a library that needs one the runtime lacks is refused
-// with all their names and the fix.
-//
-// The library bytes are written to a private folder (mkdtemp, mode 0700),
-// opened with dlopen, and the folder is removed at once, on failure too: the
-// mapping outlives the file. The library is then driven through AOTInductor's
-// model-container C ABI (torch/csrc/inductor/aoti_runtime/interface.h).
-//
-// Weights: the single-blob layout goes through
-// AOTInductorModelUpdateConstantsFromBlob, after checking the blob holds
-// exactly the bytes the library's constants need; per-FQN weights are
-// uploaded into one allocation and bound with
-// AOTInductorModelContainerUpdateUserManagedConstantBuffer(Pairs), as
-// ExecuTorch's CudaWeightCache binds them.
+// runtime_choice.h says which one a library needs, from its ELF, before
+// anything is loaded. Both drive AOTInductor's model-container C ABI
+// (torch/csrc/inductor/aoti_runtime/interface.h) the same way
+// (runner/container_driver.h): the library written to a private folder and
+// dlopened, its container created, its weights bound (one blob through
+// AOTInductorModelUpdateConstantsFromBlob, or one allocation for per-FQN
+// weights bound as user-managed constants, as ExecuTorch's CudaWeightCache
+// binds them), then calls.
 //
 // One runtime per process: the built-in runtime is loaded RTLD_GLOBAL (the
 // library finds its imports only in the global scope), and its aoti_torch_*
-// would then also be what a libtorch-linked library or LibTorch itself binds
-// to. So the first runtime loaded serves the process: after LibTorch,
+// would then be what a libtorch-linked library or LibTorch itself binds to.
+// So the first runtime loaded serves the process: after LibTorch,
 // link_libtorch=False libraries run under LibTorch (which provides the same
 // shims); after the built-in runtime, a library needing LibTorch is refused
-// with that reason. `ptbundle run` loads one part per process.
+// with that reason.
 #pragma once
 
 #include <cstdint>
@@ -44,45 +39,10 @@
 #include <string>
 #include <vector>
 
+#include "ptbundle/base/file.h"
 #include "ptbundle/base/result.h"
-#include "ptbundle/cuda/run_part.h"
-#include "ptbundle/cuda/runner_config.h"
-#include "ptbundle/results/timing.h"
 
 namespace ptb {
-
-#if defined(PTB_HAVE_LIBTORCH)
-inline constexpr bool kLibTorchRunnerBuilt = true;
-#else
-inline constexpr bool kLibTorchRunnerBuilt = false;
-#endif
-#if defined(PTB_HAVE_BUILTIN_RUNTIME)
-inline constexpr bool kBuiltinRuntimeBuilt = true;
-#else
-inline constexpr bool kBuiltinRuntimeBuilt = false;
-#endif
-inline constexpr bool kRunnerBuilt = kBuiltinRuntimeBuilt || kLibTorchRunnerBuilt;
-
-// What CMake said of LibTorch, without its own hint.
-inline std::string libtorch_status() {
-  std::string found = PTB_LIBTORCH_STATUS;
-  return found.substr(0, found.find(';'));
-}
-
-inline constexpr const char* kLibTorchFlags =
-    "-DPTB_LIBTORCH=ON -DCMAKE_PREFIX_PATH=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')";
-
-// Why this build cannot run parts, and the CMake flags that add a runtime;
-// empty when it can.
-inline std::string runner_unavailable_reason() {
-  if (kRunnerBuilt) return "";
-  return std::string("ptbundle run needs the CUDA toolkit (for its built-in AOTInductor runtime) or LibTorch, and "
-                     "this build has neither (") + PTB_BUILTIN_RUNTIME_STATUS + "; " + libtorch_status() +
-         "); rebuild with the CUDA toolkit installed, or with " + kLibTorchFlags;
-}
-
-// "2.11.0", or "" without LibTorch.
-inline std::string libtorch_version() { return PTB_LIBTORCH_VERSION; }
 
 enum class AotiRuntime {
   Auto,      // the built-in runtime unless the library needs LibTorch
@@ -92,22 +52,63 @@ enum class AotiRuntime {
 const char* aoti_runtime_name(AotiRuntime runtime);  // "auto", "builtin", "libtorch"
 std::optional<AotiRuntime> parse_aoti_runtime(const std::string& text);
 
-struct CudaDeviceInfo {
-  int index = 0;
-  std::string name;
-  GpuCapability capability;
+// A tensor in host memory, row-major and contiguous, as in an .npy file.
+// scalar_type: c10 / ExecuTorch ScalarType (6 float32, 15 bfloat16, ...).
+struct HostTensor {
+  int8_t scalar_type = 0;
+  std::vector<uint64_t> shape;
+  std::vector<uint8_t> data;
 };
-
-// CUDA device `index` as the driver numbers it (the CUDA runtime numbers
-// them the same way); an error without a GPU.
-Result<CudaDeviceInfo> cuda_device(int index);
 
 // A tensor in GPU memory the caller owns (a robot program's buffers).
 struct DeviceTensor {
   void* data = nullptr;
-  int32_t scalar_type = 6;       // ExecuTorch / c10 ScalarType: 6 float32
+  int32_t scalar_type = 6;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;  // in elements; empty: contiguous
+};
+
+enum class WeightsLayout { None, Blob, PerFqn };
+const char* weights_layout_name(WeightsLayout layout);  // "none", "blob", "per_fqn"
+
+// One per-FQN weight as ExecuTorch's CUDA payload records it.
+struct WeightMeta {
+  std::string fqn;
+  std::string storage_key;  // the named-data entry holding its bytes
+  uint64_t storage_nbytes = 0;
+  int32_t dtype = 0;        // ScalarType
+  int32_t device_type = 1;  // 0 CPU, 1 CUDA
+  int64_t storage_offset = 0;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+};
+
+struct FqnWeightBytes {
+  WeightMeta meta;
+  Bytes bytes;  // exactly meta.storage_nbytes
+};
+
+struct PartWeights {
+  WeightsLayout layout = WeightsLayout::None;
+  std::string file;  // the file they are in, for messages
+  std::string blob_key;
+  Bytes blob;
+  std::vector<FqnWeightBytes> tensors;
+  uint64_t total_bytes() const;
+};
+
+// Where the time to make a part runnable went.
+struct LoadTimes {
+  double read_ms = 0;      // opening the files and checking what will be loaded
+  double library_ms = 0;   // writing the library to a private folder and dlopen
+  double create_ms = 0;    // creating the model container on the GPU
+  double weights_ms = 0;   // uploading the weights to the GPU
+  uint64_t weight_bytes = 0;
+  std::string upload_method;  // how the weights reached the GPU, for people
+  std::string libraries;      // what the runtime opened for this part ("cuBLASLt 13.0 (...)"), for people
+  double total_ms() const { return read_ms + library_ms + create_ms + weights_ms; }
+  // 0 when nothing was uploaded.
+  double upload_gb_per_second() const;
 };
 
 struct LoadRequest {
@@ -117,16 +118,25 @@ struct LoadRequest {
   const PartWeights* weights = nullptr;
   int device = 0;
   // Makes the library check each input's dtype, shape, strides and device
-  // itself (AOTI_RUNTIME_CHECK_INPUTS): for parts without a signature.
+  // itself (AOTI_RUNTIME_CHECK_INPUTS, for its first call only: the library
+  // reads the variable once): for parts without a signature.
   bool library_checks_inputs = false;
   // Weights go through pinned staging buffers (Stager); false leaves them to
   // pageable cudaMemcpy, to compare or to rule the staging out.
   bool staged_upload = true;
   AotiRuntime runtime = AotiRuntime::Auto;
+  // Calls are captured into a CUDA graph after their first call and
+  // replayed (see AotiModel::graph_state); off: every call runs the library.
+  bool cuda_graphs = false;
+  // Seeds the runtime's random number shims (rand, randn, randint): the
+  // same seed gives the same draws.
+  uint64_t seed = 0;
+  // Filled by AotiModel::load: the library's SHA-256 (the runtime opens the
+  // same bytes once per process) and the aoti_* functions it imports (the
+  // runtime opens cuBLAS or cuDNN for them before the library).
+  std::string library_sha256;
+  std::vector<std::string> imports;
 };
-
-// The runtime that serves this process (see above), once a model was loaded.
-std::optional<AotiRuntime> process_aoti_runtime();
 
 // Which runtime a model was loaded with, and why.
 struct RuntimeUse {
@@ -135,9 +145,16 @@ struct RuntimeUse {
   std::string reason;                       // "the library needs no libtorch", ...
 };
 
+// Whether calls replay a CUDA graph, and if not, why not.
+struct GraphState {
+  bool requested = false;
+  bool active = false;     // a graph was captured and replays
+  std::string why_not;     // "the library synchronizes with the host (aoti_torch_cuda_nonzero)", ...
+};
+
 class AotiModel {
  public:
-  static Result<AotiModel> load(const LoadRequest& request);
+  static Result<AotiModel> load(LoadRequest request);
 
   AotiModel();
   AotiModel(AotiModel&&) noexcept;
@@ -151,6 +168,7 @@ class AotiModel {
   // library_ms, create_ms, weights_ms and weight_bytes; read_ms is the caller's.
   const LoadTimes& load_times() const;
   const RuntimeUse& runtime() const;
+  GraphState graph_state() const;
 
   // One call: inputs copied to the GPU, outputs copied back.
   Result<std::vector<HostTensor>> run(const std::vector<HostTensor>& inputs);
@@ -171,72 +189,8 @@ class AotiModel {
   std::unique_ptr<State> state_;
 };
 
-// Host-to-device copies staged through small pinned buffers by a few
-// threads (built into the runtime modules and bench_upload, which link a
-// CUDA runtime; not into ptbundle_cuda), each queueing its DMA on its own stream (staged_upload.cc says
-// why). The weights of a part are uploaded this way.
-struct HostToDevice {
-  Bytes source;
-  void* device = nullptr;
-};
-
-enum class Pinning {
-  HostAlloc,  // cudaHostAlloc
-  HugePages,  // transparent huge pages, then cudaHostRegister
-};
-
-struct StagingOptions {
-  int threads = 4;             // each fills its own pinned buffers
-  int buffers_per_thread = 2;  // one being filled while the other is in flight
-  uint64_t chunk_bytes = 4ull << 20;
-  Pinning pinning = Pinning::HostAlloc;
-};
-
-class Stager {
- public:
-  // Pins threads x buffers_per_thread x chunk_bytes of host memory and
-  // starts the threads.
-  static Result<std::unique_ptr<Stager>> create(int device, const StagingOptions& options);
-  ~Stager();
-  Stager(const Stager&) = delete;
-  Stager& operator=(const Stager&) = delete;
-
-  // Every copy done (or failed) when it returns.
-  Status copy(std::span<const HostToDevice> copies);
-  double setup_ms() const { return setup_ms_; }
-  const StagingOptions& options() const { return options_; }
-  // Calls of copy() so far and the time spent in them.
-  uint64_t calls() const { return calls_; }
-  double busy_ms() const { return busy_ms_; }
-  // The CPUs its threads run on (those near the GPU); empty: any.
-  const std::vector<int>& cpus() const { return near_cpus_; }
-
- private:
-  struct Lane;
-  struct Pool;
-  Stager() = default;
-  void serve(size_t lane);
-  int device_ = 0;
-  StagingOptions options_;
-  std::vector<int> near_cpus_;
-  std::vector<Lane> lanes_;
-  std::unique_ptr<Pool> pool_;
-  double setup_ms_ = 0;
-  uint64_t calls_ = 0;
-  double busy_ms_ = 0;
-};
-
-// What a load uses: up to 8 threads (half the CPUs, at least 2), each with
-// two 4 MiB buffers on huge pages (what was fastest on the H200 machine,
-// bench/bench_upload.cc).
-StagingOptions default_staging_options();
-
-// The CPUs this process may use on the GPU's NUMA node; empty when unknown,
-// or when they are all of them.
-std::vector<int> cpus_near_gpu(int device);
-
-// Stager::create, then copy.
-Status staged_upload(std::span<const HostToDevice> copies, int device, const StagingOptions& options);
+// The runtime that serves this process (see above), once a model was loaded.
+std::optional<AotiRuntime> process_aoti_runtime();
 
 // Host-to-device copy rate (GB/s) from pinned memory, `bytes` at a time, the
 // best of `repeats`: what weight uploads are measured against.

@@ -1,0 +1,420 @@
+// The convolution shim on cuDNN, as ATen's convolution computes it on a GPU:
+// 1 to 3 spatial dimensions, strided, padded, dilated, grouped and
+// transposed (cuDNN's backward-data of the forward convolution whose filter
+// the weight is), the bias added after. float32 runs in full float32 (FMA
+// math, no TF32); float16 and bfloat16 on tensor cores.
+//
+// The output's memory format is ATen's: channels-last when the input or the
+// weight is (what Inductor compiled the rest of the program to expect), else
+// contiguous. Each shape's algorithm is found once (cudnnFind*: measured, as
+// ATen's benchmark mode) and cached for the process; the first call of a
+// model runs without a CUDA graph, so no search ever happens in a capture.
+#include <cudnn.h>
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "cuda_libraries.h"
+#include "shim_support.h"
+
+namespace ptb::builtin {
+namespace {
+
+constexpr size_t kFindWorkspace = 256ull << 20;
+
+// ATen's test of a channels-last layout (NHWC or NDHWC strides), so that
+// the output follows the input's format as eager PyTorch's does.
+bool strides_like_channels_last(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  std::vector<size_t> order;
+  if (sizes.size() == 4) order = {1, 3, 2, 0};
+  else if (sizes.size() == 5) order = {1, 4, 3, 2, 0};
+  else return false;
+  if (strides[1] == 0) return false;
+  int64_t minimum = 0;
+  for (size_t d : order) {
+    if (sizes[d] == 0) return false;
+    if (strides[d] < minimum) return false;
+    if (d == 0 && minimum == strides[1]) return false;
+    minimum = strides[d];
+    if (sizes[d] > 1) minimum *= sizes[d];
+  }
+  return true;
+}
+
+std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes) {
+  // N, spatial..., C in memory order.
+  std::vector<int64_t> strides(sizes.size());
+  int64_t running = 1;
+  strides[1] = running;
+  running *= std::max<int64_t>(sizes[1], 1);
+  for (size_t d = sizes.size() - 1; d >= 2; --d) {
+    strides[d] = running;
+    running *= std::max<int64_t>(sizes[d], 1);
+  }
+  strides[0] = running;
+  return strides;
+}
+
+cudnnDataType_t cudnn_type(int32_t dtype) {
+  switch (dtype) {
+    case ScalarType::Half: return CUDNN_DATA_HALF;
+    case ScalarType::BFloat16: return CUDNN_DATA_BFLOAT16;
+    case ScalarType::Double: return CUDNN_DATA_DOUBLE;
+    default: return CUDNN_DATA_FLOAT;
+  }
+}
+
+std::string cudnn_text(const Cudnn& api, cudnnStatus_t status) {
+  return std::string("cuDNN: ") + api.error_string(status);
+}
+
+// The geometry of one convolution: everything its algorithm depends on.
+struct ConvKey {
+  int device;
+  int32_t dtype;
+  bool transposed;
+  int64_t groups;
+  std::vector<int> x_dims, x_strides, w_dims, y_dims, y_strides, pad, stride, dilation;
+  bool w_channels_last;
+  bool operator<(const ConvKey& o) const {
+    return std::tie(device, dtype, transposed, groups, x_dims, x_strides, w_dims, y_dims, y_strides, pad, stride,
+                    dilation, w_channels_last) < std::tie(o.device, o.dtype, o.transposed, o.groups, o.x_dims,
+                                                          o.x_strides, o.w_dims, o.y_dims, o.y_strides, o.pad,
+                                                          o.stride, o.dilation, o.w_channels_last);
+  }
+};
+
+struct ConvPlan {
+  const Cudnn* api = nullptr;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnConvolutionFwdAlgo_t forward_algo{};
+  cudnnConvolutionBwdDataAlgo_t backward_algo{};
+  size_t workspace = 0;
+  ~ConvPlan() {
+    if (!api) return;
+    if (x) api->tensor_destroy(x);
+    if (y) api->tensor_destroy(y);
+    if (bias) api->tensor_destroy(bias);
+    if (w) api->filter_destroy(w);
+    if (conv) api->conv_destroy(conv);
+  }
+};
+
+struct ConvState {
+  std::mutex mutex;  // one handle per device: cuDNN's handle holds the stream
+  std::map<int, cudnnHandle_t> handles;
+  std::map<ConvKey, std::unique_ptr<ConvPlan>> plans;
+  std::map<std::pair<int, cudaStream_t>, std::pair<void*, size_t>> workspaces;
+};
+
+ConvState& conv_state() {
+  static ConvState* kept = new ConvState;  // outlives every model
+  return *kept;
+}
+
+// The stream's workspace, grown to `bytes` where it may allocate (not
+// during a capture). nullptr when it cannot.
+void* workspace(int device, cudaStream_t stream, size_t bytes) {
+  auto& slot = conv_state().workspaces[{device, stream}];
+  if (slot.second >= bytes) return slot.first;
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  cudaStreamIsCapturing(stream, &capturing);
+  if (capturing != cudaStreamCaptureStatusNone) return nullptr;
+  cudaStreamSynchronize(stream);
+  if (slot.first) cudaFree(slot.first);
+  slot = {nullptr, 0};
+  void* data = nullptr;
+  if (cudaMalloc(&data, bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  slot = {data, bytes};
+  return data;
+}
+
+std::vector<int> as_ints(const std::vector<int64_t>& values) { return std::vector<int>(values.begin(), values.end()); }
+
+// cuDNN takes 4-d and 5-d tensors: a 1-d convolution is a 2-d one with a
+// height of 1.
+std::vector<int64_t> with_height(const std::vector<int64_t>& v, int64_t value) {
+  std::vector<int64_t> out = v;
+  out.insert(out.begin() + 2, value);
+  return out;
+}
+
+std::vector<int64_t> param_with_height(const std::vector<int64_t>& v, int64_t value) {
+  std::vector<int64_t> out = v;
+  out.insert(out.begin(), value);
+  return out;
+}
+
+Result<ConvPlan*> plan_for(const Cudnn& api, cudnnHandle_t handle, const ConvKey& key, const Tensor& x, const Tensor& w,
+                           const Tensor& y, cudaStream_t stream) {
+  ConvState& state = conv_state();
+  if (auto found = state.plans.find(key); found != state.plans.end()) return found->second.get();
+  auto plan = std::make_unique<ConvPlan>();
+  plan->api = &api;
+  const cudnnDataType_t type = cudnn_type(key.dtype);
+  auto check = [&](cudnnStatus_t status) -> Status {
+    if (status != CUDNN_STATUS_SUCCESS) return invalid(cudnn_text(api, status));
+    return {};
+  };
+  const int dims = static_cast<int>(key.x_dims.size());
+  PTB_CHECK(check(api.tensor_create(&plan->x)));
+  PTB_CHECK(check(api.tensor_set(plan->x, type, dims, key.x_dims.data(), key.x_strides.data())));
+  PTB_CHECK(check(api.tensor_create(&plan->y)));
+  PTB_CHECK(check(api.tensor_set(plan->y, type, dims, key.y_dims.data(), key.y_strides.data())));
+  PTB_CHECK(check(api.filter_create(&plan->w)));
+  PTB_CHECK(check(api.filter_set(plan->w, type, key.w_channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, dims,
+                                 key.w_dims.data())));
+  PTB_CHECK(check(api.conv_create(&plan->conv)));
+  const cudnnDataType_t compute = key.dtype == ScalarType::Double ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  PTB_CHECK(check(api.conv_set(plan->conv, dims - 2, key.pad.data(), key.stride.data(), key.dilation.data(),
+                               CUDNN_CROSS_CORRELATION, compute)));
+  PTB_CHECK(check(api.conv_groups(plan->conv, static_cast<int>(key.groups))));
+  const bool reduced = key.dtype == ScalarType::Half || key.dtype == ScalarType::BFloat16;
+  PTB_CHECK(check(api.conv_math(plan->conv, reduced ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH)));
+
+  // The search runs candidates into the real output, with its own
+  // workspace; the winner's workspace is what the calls need.
+  void* scratch = nullptr;
+  if (cudaMalloc(&scratch, kFindWorkspace) != cudaSuccess) {
+    cudaGetLastError();
+    return invalid("cannot allocate " + std::to_string(kFindWorkspace >> 20) + " MiB to search cuDNN's algorithms");
+  }
+  PTB_CHECK(check(api.set_stream(handle, stream)));
+  int found = 0;
+  cudnnStatus_t status;
+  if (!key.transposed) {
+    cudnnConvolutionFwdAlgoPerf_t results[8];
+    status = api.find_forward(handle, plan->x, x.data(), plan->w, w.data(), plan->conv, plan->y, y.data(), 8, &found,
+                              results, scratch, kFindWorkspace);
+    int best = -1;
+    for (int i = 0; i < found && best < 0; ++i)
+      if (results[i].status == CUDNN_STATUS_SUCCESS) best = i;
+    if (status == CUDNN_STATUS_SUCCESS && best >= 0) {
+      plan->forward_algo = results[best].algo;
+      plan->workspace = results[best].memory;
+    }
+    if (best < 0 && status == CUDNN_STATUS_SUCCESS) status = CUDNN_STATUS_NOT_SUPPORTED;
+  } else {
+    // Transposed: dx = backward-data(w, dy) with the input as dy.
+    cudnnConvolutionBwdDataAlgoPerf_t results[8];
+    // key.x_* describe dx (the output), key.y_* dy (the input): `x` is the
+    // output tensor here and `y` the input.
+    status = api.find_backward_data(handle, plan->w, w.data(), plan->y, y.data(), plan->conv, plan->x, x.data(), 8,
+                                    &found, results, scratch, kFindWorkspace);
+    int best = -1;
+    for (int i = 0; i < found && best < 0; ++i)
+      if (results[i].status == CUDNN_STATUS_SUCCESS) best = i;
+    if (status == CUDNN_STATUS_SUCCESS && best >= 0) {
+      plan->backward_algo = results[best].algo;
+      plan->workspace = results[best].memory;
+    }
+    if (best < 0 && status == CUDNN_STATUS_SUCCESS) status = CUDNN_STATUS_NOT_SUPPORTED;
+  }
+  cudaStreamSynchronize(stream);
+  cudaFree(scratch);
+  if (status != CUDNN_STATUS_SUCCESS) return invalid("no cuDNN algorithm for this convolution: " + cudnn_text(api, status));
+  ConvPlan* kept = plan.get();
+  state.plans[key] = std::move(plan);
+  return kept;
+}
+
+Result<cudnnHandle_t> handle_for(const Cudnn& api, int device) {
+  cudnnHandle_t& handle = conv_state().handles[device];
+  if (!handle) {
+    cudnnStatus_t status = api.create(&handle);
+    if (status != CUDNN_STATUS_SUCCESS) {
+      handle = nullptr;
+      return invalid(cudnn_text(api, status));
+    }
+  }
+  return handle;
+}
+
+struct ConvArgs {
+  std::vector<int64_t> stride, padding, dilation, output_padding;
+  bool transposed = false;
+  int64_t groups = 1;
+};
+
+std::string list_text(const std::vector<int64_t>& v) {
+  std::string text = "[";
+  for (size_t i = 0; i < v.size(); ++i) text += (i ? ", " : "") + std::to_string(v[i]);
+  return text + "]";
+}
+
+// One per spatial dimension: the value, or the single value repeated.
+Result<std::vector<int64_t>> per_dim(const char* name, const int64_t* values, int64_t length, size_t spatial,
+                                     int64_t fallback) {
+  if (length == 0 || !values) return std::vector<int64_t>(spatial, fallback);
+  if (length == 1) return std::vector<int64_t>(spatial, values[0]);
+  if (static_cast<size_t>(length) != spatial) {
+    return invalid(std::string(name) + " has " + std::to_string(length) + " values for " + std::to_string(spatial) +
+                   " spatial dimensions");
+  }
+  return std::vector<int64_t>(values, values + length);
+}
+
+Result<Tensor> convolve(const Tensor& input, const Tensor& weight, const Tensor* bias, const ConvArgs& args) {
+  const size_t dims = input.sizes.size();
+  if (dims < 3 || dims > 5) return invalid("input " + tensor_text(input) + "; expected 3 to 5 dimensions (N, C, spatial)");
+  if (weight.sizes.size() != dims) return invalid("weight " + tensor_text(weight) + " and input have different ranks");
+  if (input.dtype != weight.dtype || (bias && bias->dtype != input.dtype)) {
+    return invalid("input, weight and bias of " + std::string(scalar_type_name(input.dtype)) + ", " + std::string(scalar_type_name(weight.dtype)) +
+                   (bias ? ", " + std::string(scalar_type_name(bias->dtype)) : std::string()));
+  }
+  if (input.dtype != ScalarType::Float && input.dtype != ScalarType::Half && input.dtype != ScalarType::BFloat16 && input.dtype != ScalarType::Double) {
+    return invalid(std::string(scalar_type_name(input.dtype)) + "; expected float32, float16, bfloat16 or float64");
+  }
+  for (const Tensor* t : {&input, &weight, bias}) {
+    if (t && t->storage->device_type != kDeviceCuda) return invalid("an operand is not on the GPU");
+  }
+  const size_t spatial = dims - 2;
+  const int64_t groups = args.groups;
+  const int64_t batch = input.sizes[0], channels = input.sizes[1];
+  if (groups < 1 || channels % groups != 0) return invalid(std::to_string(channels) + " channels in " + std::to_string(groups) + " groups");
+  int64_t out_channels = 0;
+  if (!args.transposed) {
+    out_channels = weight.sizes[0];
+    if (weight.sizes[1] * groups != channels || out_channels % groups != 0) {
+      return invalid("weight " + tensor_text(weight) + " for " + std::to_string(channels) + " input channels in " +
+                     std::to_string(groups) + " groups");
+    }
+  } else {
+    out_channels = weight.sizes[1] * groups;
+    if (weight.sizes[0] != channels) {
+      return invalid("transposed weight " + tensor_text(weight) + " for " + std::to_string(channels) + " input channels");
+    }
+  }
+  std::vector<int64_t> out_sizes = {batch, out_channels};
+  for (size_t d = 0; d < spatial; ++d) {
+    const int64_t in = input.sizes[2 + d], k = weight.sizes[2 + d];
+    const int64_t s = args.stride[d], p = args.padding[d], dl = args.dilation[d];
+    if (s < 1 || dl < 1 || p < 0) return invalid("stride " + list_text(args.stride) + ", padding " + list_text(args.padding) + ", dilation " + list_text(args.dilation));
+    const int64_t size = args.transposed ? (in - 1) * s - 2 * p + dl * (k - 1) + args.output_padding[d] + 1
+                                         : (in + 2 * p - dl * (k - 1) - 1) / s + 1;
+    if (size <= 0) return invalid("the output's spatial dimension " + std::to_string(d) + " would be " + std::to_string(size));
+    out_sizes.push_back(size);
+  }
+  const bool channels_last =
+      strides_like_channels_last(input.sizes, input.strides) || strides_like_channels_last(weight.sizes, weight.strides);
+  Tensor out;
+  out.sizes = out_sizes;
+  out.strides = channels_last ? channels_last_strides(out_sizes) : contiguous_strides(out_sizes);
+  out.dtype = input.dtype;
+  std::string why;
+  uint64_t bytes = static_cast<uint64_t>(out.numel()) * out.itemsize();
+  out.storage = allocate(bytes, kDeviceCuda, input.storage->device_index, why);
+  if (!out.storage) return invalid(why);
+  if (out.numel() == 0) return out;
+
+  // The weight as cuDNN takes a filter: packed NCHW or NHWC.
+  std::optional<Tensor> packed_weight;
+  const bool w_channels_last = strides_like_channels_last(weight.sizes, weight.strides);
+  const Tensor* w = &weight;
+  if (!(weight.is_contiguous() || (w_channels_last && weight.strides == channels_last_strides(weight.sizes)))) {
+    packed_weight = empty_like(weight, why);
+    if (!packed_weight) return invalid(why);
+    if (std::string failed = copy_elements(*packed_weight, weight); !failed.empty()) return invalid(failed);
+    w = &*packed_weight;
+  }
+  const bool w_nhwc = w != &weight ? false : w_channels_last && !weight.is_contiguous();
+
+  ConvKey key;
+  key.device = input.storage->device_index;
+  key.dtype = input.dtype;
+  key.transposed = args.transposed;
+  key.groups = groups;
+  const bool one_d = spatial == 1;
+  auto lift = [&](const std::vector<int64_t>& v, int64_t extra) { return one_d ? with_height(v, extra) : v; };
+  // The dummy height's stride: any value fits a size of 1; the one that
+  // keeps the layout packed.
+  key.x_dims = as_ints(lift(input.sizes, 1));
+  key.x_strides = as_ints(lift(input.strides, input.strides[2] * std::max<int64_t>(input.sizes[2], 1)));
+  key.y_dims = as_ints(lift(out.sizes, 1));
+  key.y_strides = as_ints(lift(out.strides, out.strides[2] * std::max<int64_t>(out.sizes[2], 1)));
+  key.w_dims = as_ints(lift(w->sizes, 1));
+  key.pad = as_ints(one_d ? param_with_height(args.padding, 0) : args.padding);
+  key.stride = as_ints(one_d ? param_with_height(args.stride, 1) : args.stride);
+  key.dilation = as_ints(one_d ? param_with_height(args.dilation, 1) : args.dilation);
+  key.w_channels_last = w_nhwc;
+  if (args.transposed) std::swap(key.x_dims, key.y_dims), std::swap(key.x_strides, key.y_strides);
+
+  const Cudnn* api = cudnn();
+  if (!api) return invalid("cuDNN cannot be opened: " + why_cudnn());
+  const cudaStream_t stream = stream_for(input);
+  std::lock_guard lock(conv_state().mutex);
+  PTB_TRY(cudnnHandle_t handle, handle_for(*api, key.device));
+  const Tensor& x_tensor = args.transposed ? out : input;
+  const Tensor& y_tensor = args.transposed ? input : out;
+  PTB_TRY(ConvPlan* plan, plan_for(*api, handle, key, x_tensor, *w, y_tensor, stream));
+  void* work = plan->workspace ? workspace(key.device, stream, plan->workspace) : nullptr;
+  if (plan->workspace && !work) return invalid("no workspace of " + std::to_string(plan->workspace) + " bytes for cuDNN");
+  cudnnStatus_t status = api->set_stream(handle, stream);
+  const float one32 = 1, zero32 = 0;
+  const double one64 = 1, zero64 = 0;
+  const void* one = input.dtype == ScalarType::Double ? static_cast<const void*>(&one64) : &one32;
+  const void* zero = input.dtype == ScalarType::Double ? static_cast<const void*>(&zero64) : &zero32;
+  if (status == CUDNN_STATUS_SUCCESS) {
+    status = !args.transposed
+                 ? api->forward(handle, one, plan->x, input.data(), plan->w, w->data(), plan->conv, plan->forward_algo,
+                                work, plan->workspace, zero, plan->y, out.data())
+                 : api->backward_data(handle, one, plan->w, w->data(), plan->y, input.data(), plan->conv,
+                                      plan->backward_algo, work, plan->workspace, zero, plan->x, out.data());
+  }
+  if (status != CUDNN_STATUS_SUCCESS) return invalid(cudnn_text(*api, status));
+  if (bias) {
+    if (bias->sizes.size() != 1 || bias->sizes[0] != out_channels) {
+      return invalid("bias " + tensor_text(*bias) + " for " + std::to_string(out_channels) + " output channels");
+    }
+    // Added as ATen adds it: broadcast over every position, in the
+    // output's layout.
+    Tensor expanded = *bias;
+    expanded.sizes = out.sizes;
+    expanded.strides.assign(out.sizes.size(), 0);
+    expanded.strides[1] = bias->strides[0];
+    if (std::string failed = add_into(out, expanded); !failed.empty()) return invalid(failed);
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace ptb::builtin
+
+using namespace ptb;
+using namespace ptb::builtin;
+
+AOTITorchError aoti_torch_cuda_convolution(AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias,
+                                           const int64_t* stride, int64_t stride_len, const int64_t* padding,
+                                           int64_t padding_len, const int64_t* dilation, int64_t dilation_len,
+                                           int32_t transposed, const int64_t* output_padding,
+                                           int64_t output_padding_len, int64_t groups, AtenTensorHandle* ret0) {
+  const char* function = "aoti_torch_cuda_convolution";
+  PTB_NEED(input, function);
+  PTB_NEED(weight, function);
+  const Tensor& x = *tensor_of(input);
+  if (x.sizes.size() < 3) return fail(function, "input " + tensor_text(x) + "; expected N, C and spatial dimensions");
+  const size_t spatial = x.sizes.size() - 2;
+  ConvArgs args;
+  args.transposed = transposed != 0;
+  args.groups = groups;
+  auto s = per_dim("stride", stride, stride_len, spatial, 1);
+  auto p = per_dim("padding", padding, padding_len, spatial, 0);
+  auto d = per_dim("dilation", dilation, dilation_len, spatial, 1);
+  auto o = per_dim("output_padding", output_padding, output_padding_len, spatial, 0);
+  for (auto* r : {&s, &p, &d, &o})
+    if (!r->ok()) return fail(function, r->error().message);
+  args.stride = *s;
+  args.padding = *p;
+  args.dilation = *d;
+  args.output_padding = *o;
+  const Tensor* b = bias && *bias ? tensor_of(*bias) : nullptr;
+  auto out = convolve(x, *tensor_of(weight), b, args);
+  if (!out.ok()) return fail(function, out.error().message);
+  return hand_to_library(function, std::move(*out), ret0);
+}

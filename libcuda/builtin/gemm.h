@@ -1,0 +1,25 @@
+// Matrix products on cuBLASLt (gemm.cc), for the GEMM shims and for the
+// shims built on them (attention).
+#pragma once
+
+#include "ptbundle/base/result.h"
+#include "tensor.h"
+
+namespace ptb::builtin {
+
+enum class Activation { None, Relu, Gelu };  // Gelu: the tanh approximation, as ATen's epilogue
+
+// out = act(beta * self + alpha * mat1 @ mat2), self broadcast to out's
+// [M, N]; all 2-d on the GPU, one dtype.
+Status addmm_into(const Tensor& out, const Tensor& self, const Tensor& mat1, const Tensor& mat2, double beta,
+                  double alpha, Activation activation);
+
+// out = alpha * a @ b + beta * out, 2-d or batched 3-d (batch strides
+// uniform), a and b of one dtype, out of that dtype or float32 (the
+// accumulation's, for attention scores).
+Status matmul(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta);
+
+// out = a @ b, 2-d or batched 3-d.
+Status mm_into(const Tensor& out, const Tensor& a, const Tensor& b);
+
+}  // namespace ptb::builtin
