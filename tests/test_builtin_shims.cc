@@ -212,6 +212,18 @@ TEST_CASE("built-in runtime shims: every row of the shim table is declared") {
 
 #endif  // PTB_TEST_SHIM_CORE
 
+// man/ptbundle-run.1 lists every shim (scripts/shim-row writes the list).
+TEST_CASE("built-in runtime shims: the man page lists every row of the shim table") {
+  const std::vector<uint8_t> page = ptb::test::read_bytes(PTB_SOURCE_DIR "/man/ptbundle-run.1");
+  const std::string text(page.begin(), page.end());
+  for (const AotiShim& row : builtin_runtime_shims()) {
+    std::string escaped;
+    for (char c : row.name) escaped += c == '_' ? std::string("\\_") : std::string(1, c);
+    const std::string missing = std::string(row.name) + " is not in man/ptbundle-run.1; run scripts/shim-row";
+    CHECK_MESSAGE(text.find(escaped) != std::string::npos, missing);
+  }
+}
+
 TEST_CASE("built-in runtime shims: the module exports exactly the listed shims, the CUDA runtime and its entry") {
 #if !defined(PTB_TEST_BUILTIN_MODULE)
   ptb::test::skip("this build has no built-in runtime (" PTB_BUILTIN_RUNTIME_STATUS ")");

@@ -193,3 +193,69 @@ PTB_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attenti
     int32_t compute_log_sumexp, double dropout_p, int32_t is_causal, int32_t return_debug_mask, double* scale,
     AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4,
     int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7, AtenTensorHandle* ret8);
+
+// A tensor's one element on the host (scalar_shims.cc), converted to the
+// type asked for as ATen's item<T>() converts it. A GPU tensor is read back,
+// so the call waits for its stream: a method that calls one is not
+// captured into a CUDA graph. float16 and bfloat16 travel as their bits.
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_item_float16(AtenTensorHandle tensor, uint16_t* ret);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_item_float32(AtenTensorHandle tensor, float* ret);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_item_float64(AtenTensorHandle tensor, double* ret);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_item_uint8(AtenTensorHandle tensor, uint8_t* ret);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_item_uint16(AtenTensorHandle tensor, uint16_t* ret);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_item_uint32(AtenTensorHandle tensor, uint32_t* ret);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_item_uint64(AtenTensorHandle tensor, uint64_t* ret);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_item_int8(AtenTensorHandle tensor, int8_t* ret);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_item_int16(AtenTensorHandle tensor, int16_t* ret);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_item_int32(AtenTensorHandle tensor, int32_t* ret);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_item_int64(AtenTensorHandle tensor, int64_t* ret);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_item_bool(AtenTensorHandle tensor, bool* ret);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_item_bfloat16(AtenTensorHandle tensor, uint16_t* ret);
+
+// Sorting on CUB's segmented sort (sort.cu): every row along `dim` sorted,
+// stable, NaN above everything else; topk keeps the first k of each row.
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_cuda_sort(AtenTensorHandle self, int64_t dim, int32_t descending,
+                                                    AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle self, int32_t* stable, int64_t dim,
+                                                           int32_t descending, AtenTensorHandle* ret0,
+                                                           AtenTensorHandle* ret1);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest,
+                                                    int32_t sorted, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+
+// Indexing (index.cu): advanced indexing with integer and boolean index
+// tensors (a None is a null handle), index_put with or without
+// accumulation, scatter with its reductions, and nonzero. A boolean index
+// and nonzero size their output from the data, so they wait for the stream.
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_cuda_nonzero(AtenTensorHandle self, AtenTensorHandle* ret0);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_cuda_index_Tensor(AtenTensorHandle self, const AtenTensorHandle** indices,
+                                                            int64_t indices_len, AtenTensorHandle* ret0);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_cuda_index_put(AtenTensorHandle self, const AtenTensorHandle** indices,
+                                                         int64_t indices_len, AtenTensorHandle values,
+                                                         int32_t accumulate, AtenTensorHandle* ret0);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_index_put_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                        const AtenTensorHandle* indices, const uint32_t num_indices,
+                                                        const AtenTensorHandle values, bool accumulate);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_cuda_scatter_src_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                               int64_t dim, AtenTensorHandle index,
+                                                               AtenTensorHandle src);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_cuda_scatter_value_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                                 int64_t dim, AtenTensorHandle index, double value);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_cuda_scatter_reduce_two_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                                      int64_t dim, AtenTensorHandle index,
+                                                                      AtenTensorHandle src, const char* reduce,
+                                                                      int32_t include_self);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_scatter_out(AtenTensorHandle out, AtenTensorHandle self, int64_t dim,
+                                                      AtenTensorHandle index, AtenTensorHandle src);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_scatter_reduce_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                             int64_t dim, AtenTensorHandle index,
+                                                             AtenTensorHandle src, const char* reduce,
+                                                             int32_t include_self);
+
+// Weight-only int4 matrix product (int4.cu): x [m, k] bfloat16 times the
+// weights _convert_weight_to_int4pack packed for the tensor cores
+// ([n/8, k/(tiles*16), 32, tiles/2] int32), dequantized per group of k
+// with scales_and_zeros [k/group, n, 2] bfloat16: w = (q - 8) * scale + zero.
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2,
+                                                                   int64_t qGroupSize,
+                                                                   AtenTensorHandle qScaleAndZeros,
+                                                                   AtenTensorHandle* ret0);

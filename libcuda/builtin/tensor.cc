@@ -232,6 +232,23 @@ std::optional<Tensor> empty_like(const Tensor& like, std::string& why) {
   return gpu_contiguous(like, like.storage->device_index, why);
 }
 
+std::optional<Tensor> empty_cuda(const std::vector<int64_t>& sizes, int32_t dtype, int32_t device, std::string& why) {
+  Tensor made;
+  made.sizes = sizes;
+  made.strides = contiguous_strides(sizes);
+  made.dtype = dtype;
+  auto item = scalar_type_size(dtype);
+  auto elements = storage_elements_needed(sizes, made.strides, 0);
+  uint64_t bytes = 0;
+  if (!item || !elements || __builtin_mul_overflow(*elements, *item, &bytes)) {
+    why = "cannot allocate " + std::string(scalar_type_name(dtype)) + " tensor of these sizes";
+    return std::nullopt;
+  }
+  made.storage = allocate(bytes, kDeviceCuda, device, why);
+  if (!made.storage) return std::nullopt;
+  return made;
+}
+
 std::string copy_elements(const Tensor& dst, const Tensor& src) {
   if (dst.sizes != src.sizes) return "copying between tensors of different sizes";
   const int64_t count = src.numel();

@@ -86,6 +86,8 @@ std::string copy_elements(const Tensor& dst, const Tensor& src);
 // A new contiguous GPU tensor like `like` (sizes, dtype, device), on the
 // current stream.
 std::optional<Tensor> empty_like(const Tensor& like, std::string& why);
+// A new contiguous tensor on GPU `device`, on the current stream.
+std::optional<Tensor> empty_cuda(const std::vector<int64_t>& sizes, int32_t dtype, int32_t device, std::string& why);
 
 // Prints "ptbundle aoti runtime: <function>: <why>" on stderr and returns
 // kShimFailure.

@@ -163,6 +163,25 @@ def as_tuple(outputs):
     return outputs if isinstance(outputs, (tuple, list)) else (outputs,)
 
 
+def eager_median_us(module, inputs, warmup=10, iterations=50):
+    """Eager PyTorch's median time per call on this GPU (CUDA events), for the
+    runtime's figures to be read against."""
+    import torch
+
+    times = []
+    with torch.no_grad():
+        for i in range(warmup + iterations):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            module(*inputs)
+            end.record()
+            end.synchronize()
+            if i >= warmup:
+                times.append(start.elapsed_time(end) * 1000)
+    times.sort()
+    return round(times[len(times) // 2], 1)
+
+
 def compile_one(job, out_dir):
     """One package; returns what was made or why it failed. Runs in a worker
     process of its own, with an Inductor cache of its own."""
@@ -217,6 +236,7 @@ def compile_one(job, out_dir):
         if way is None:
             with open(os.path.join(out_dir, f"{label}.constants.json"), "w") as f:
                 json.dump(library_constants(package), f, indent=1)
+        result["eager_us"] = eager_median_us(module, inputs)
         result.update(ok=True, check=check, inputs=len(inputs), outputs=len(expected), batch_sizes=extra_sizes,
                       bytes=os.path.getsize(package))
         try:

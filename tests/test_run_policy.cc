@@ -1,0 +1,179 @@
+// Programs shaped like real policy parts (tests/gpu/policy_models.py:
+// ResNet18, an ACT-shaped model, a 1-D conv U-Net step that draws noise, a
+// flow loop, a MoE router, masked copies, index_put, scatter, sort, nonzero,
+// .item(), int4 weight-only Linear, a dynamic-batch MLP, ...), compiled by
+// PyTorch on the GPU machine (make_packages.py, each way: ExecuTorch's
+// options, ATen GEMM/convolution allowed, no autotuning), each loaded by the
+// built-in runtime and run against eager PyTorch's outputs on the same GPU.
+// Samplers draw their own noise, so their outputs are checked by shape,
+// finiteness and statistics against eager's. Each package prints one "[gpu]"
+// line: what it checked, its error, its time per call against eager's.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu_support.h"
+#include "ptbundle/base/dtype.h"
+#include "ptbundle/cuda/run.h"
+#include "ptbundle/cuda/runtime_choice.h"
+#include "ptbundle/results/timing.h"
+#include "ptbundle/results/tolerance.h"
+
+using namespace ptb;
+using ptb::test::npy_tensor;
+using ptb::test::this_gpu;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Moments {
+  double mean = 0, std = 0;
+  uint64_t count = 0, not_finite = 0;
+};
+
+double element(const TensorBytes& t, uint64_t i) {
+  const uint8_t* p = t.data.data();
+  switch (t.scalar_type) {
+    case ScalarType::Float: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    case ScalarType::Double: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
+    case ScalarType::Half: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return half_to_float(v); }
+    case ScalarType::BFloat16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return bfloat16_to_float(v); }
+    case ScalarType::Long: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
+    case ScalarType::Int: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    default: return p[i];
+  }
+}
+
+Moments moments(const TensorBytes& t) {
+  Moments m;
+  const uint64_t size = *scalar_type_size(t.scalar_type);
+  m.count = size ? t.data.size() / size : 0;
+  double sum = 0, squares = 0;
+  for (uint64_t i = 0; i < m.count; ++i) {
+    const double v = element(t, i);
+    if (!std::isfinite(v)) {
+      ++m.not_finite;
+      continue;
+    }
+    sum += v;
+    squares += v * v;
+  }
+  if (m.count) {
+    m.mean = sum / static_cast<double>(m.count);
+    m.std = std::sqrt(std::max(0.0, squares / static_cast<double>(m.count) - m.mean * m.mean));
+  }
+  return m;
+}
+
+// "" when a sampler's output is plausible next to eager's: same dtype and
+// shape, finite, and (with enough elements) close mean and spread.
+std::string sampler_verdict(const TensorBytes& got, const TensorBytes& want) {
+  if (got.scalar_type != want.scalar_type || got.shape != want.shape) return "dtype or shape differs from eager's";
+  const Moments g = moments(got), w = moments(want);
+  if (g.not_finite) return std::to_string(g.not_finite) + " elements not finite";
+  if (g.count < 1000) return "";
+  char text[200];
+  std::snprintf(text, sizeof text, "mean %.4g std %.4g, eager mean %.4g std %.4g", g.mean, g.std, w.mean, w.std);
+  const bool close = std::fabs(g.mean - w.mean) <= 0.1 * std::max(1.0, w.std) &&
+                     (w.std == 0 ? g.std == 0 : g.std / w.std > 0.8 && g.std / w.std < 1.25);
+  return close ? "" : text;
+}
+
+struct Outcome {
+  bool ok = false;
+  std::string what;  // the figures, or why it failed
+};
+
+std::vector<HostTensor> read_inputs(const fs::path& folder, const std::string& stem, size_t count) {
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < count; ++i) inputs.push_back(npy_tensor(folder / (stem + ".in" + std::to_string(i) + ".npy")));
+  return inputs;
+}
+
+// One set of inputs against eager's outputs; "" or why not.
+std::string check_outputs(AotiModel& model, const fs::path& folder, const std::string& stem, size_t inputs,
+                          size_t outputs, bool sampler, double& max_error) {
+  auto got = model.run(read_inputs(folder, stem, inputs));
+  if (!got.ok()) return "run: " + got.error().message;
+  if (got->size() != outputs) return "gave " + std::to_string(got->size()) + " outputs; eager " + std::to_string(outputs);
+  for (size_t i = 0; i < outputs; ++i) {
+    const TensorBytes mine = tensor_bytes((*got)[i]);
+    const TensorBytes want = tensor_bytes(npy_tensor(folder / (stem + ".out" + std::to_string(i) + ".npy")));
+    if (sampler) {
+      std::string why = sampler_verdict(mine, want);
+      if (!why.empty()) return "output " + std::to_string(i) + ": " + why;
+      continue;
+    }
+    const Tolerance tolerance = default_tolerance(want.scalar_type);
+    auto stats = compare_tensors(mine, want, tolerance);
+    if (!stats.ok()) return "output " + std::to_string(i) + ": " + stats.error().message;
+    max_error = std::max(max_error, stats->max_abs_error);
+    if (!stats->passed()) return test_case_verdict(stem, {{"output " + std::to_string(i), tolerance, *stats, ""}});
+  }
+  return "";
+}
+
+Outcome run_package(const fs::path& folder, const std::string& stem, const nlohmann::json& description) {
+  Outcome outcome;
+  auto part = open_run_part((folder / (stem + ".pt2")).string(), this_gpu());
+  if (!part.ok()) return {false, "open: " + part.error().message};
+  LoadOptions options;
+  options.runtime = AotiRuntime::Builtin;
+  auto model = load_part(*part, options);
+  if (!model.ok()) return {false, "load: " + model.error().message};
+  const size_t inputs = description.value("inputs", 1), outputs = description.value("outputs", 1);
+  const bool sampler = description.value("check", "") == "sampler";
+  double max_error = 0;
+  std::string why = check_outputs(*model, folder, stem, inputs, outputs, sampler, max_error);
+  for (const auto& size : description.value("batch_sizes", nlohmann::json::array())) {
+    if (!why.empty()) break;
+    why = check_outputs(*model, folder, stem + ".b" + std::to_string(size.get<int64_t>()), inputs, outputs, sampler,
+                        max_error);
+    if (!why.empty()) why = "batch " + std::to_string(size.get<int64_t>()) + ": " + why;
+  }
+  if (!why.empty()) return {false, why};
+  auto times = model->time_calls(read_inputs(folder, stem, inputs), 10, 50);
+  if (!times.ok()) return {false, "timing: " + times.error().message};
+  const double median_us = summarize_timings(*times).median_ms * 1000;
+  const double eager_us = description.value("eager_us", 0.0);
+  char text[300];
+  std::snprintf(text, sizeof text, "%s, max abs diff %.3g; median %.1f us, eager %.1f us (eager/ptbundle %.2f)",
+                sampler ? "sampler statistics ok" : "matches eager", max_error, median_us, eager_us,
+                median_us > 0 ? eager_us / median_us : 0.0);
+  return {true, text};
+}
+
+}  // namespace
+
+TEST_CASE("run on GPU, built-in runtime: programs shaped like policy parts run and match eager PyTorch") {
+  PTB_REQUIRE_BUILTIN_GPU();
+  PTB_REQUIRE_GPU_PACKAGES();
+  ptb::test::trace_crashes();
+  const fs::path folder = *ptb::test::gpu_packages();
+  std::vector<fs::path> descriptions;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    const std::string name = entry.path().filename().string();
+    // The policy set's packages are <model>-<way>.
+    if (entry.path().extension() == ".json" && name.find('-') != std::string::npos) descriptions.push_back(entry.path());
+  }
+  std::sort(descriptions.begin(), descriptions.end());
+  size_t ran = 0;
+  for (const fs::path& path : descriptions) {
+    std::ifstream in(path);
+    const nlohmann::json description = nlohmann::json::parse(in, nullptr, false);
+    if (description.is_discarded() || !description.value("ok", false)) continue;  // did not compile: make_packages says why
+    const std::string stem = path.stem().string();
+    std::fprintf(stderr, "[step] %s\n", stem.c_str());
+    const Outcome outcome = run_package(folder, stem, description);
+    std::printf("[gpu] policy %-22s %s: %s\n", stem.c_str(), outcome.ok ? "ok  " : "FAIL", outcome.what.c_str());
+    std::fflush(stdout);
+    const std::string verdict = stem + ": " + outcome.what;
+    CHECK_MESSAGE(outcome.ok, verdict);
+    ran += outcome.ok;
+  }
+  std::printf("[gpu] policy parts: %zu of %zu compiled packages ran and matched eager\n", ran, descriptions.size());
+  CHECK(!descriptions.empty());
+}
