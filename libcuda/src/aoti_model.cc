@@ -72,12 +72,6 @@ const char* weights_layout_name(WeightsLayout layout) {
   }
 }
 
-uint64_t PartWeights::total_bytes() const {
-  uint64_t total = blob.size();
-  for (const auto& tensor : tensors) total += tensor.bytes.size();
-  return total;
-}
-
 double LoadTimes::upload_gb_per_second() const {
   if (weight_bytes == 0 || weights_ms <= 0) return 0;
   return static_cast<double>(weight_bytes) / (weights_ms / 1000.0) / 1e9;

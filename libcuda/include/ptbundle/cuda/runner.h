@@ -94,7 +94,12 @@ struct PartWeights {
   std::string blob_key;
   Bytes blob;
   std::vector<FqnWeightBytes> tensors;
-  uint64_t total_bytes() const;
+  // Inline: the runtime modules use it and link nothing of libcuda.
+  uint64_t total_bytes() const {
+    uint64_t total = blob.size();
+    for (const auto& tensor : tensors) total += tensor.bytes.size();
+    return total;
+  }
 };
 
 // Where the time to make a part runnable went.
