@@ -1,6 +1,8 @@
 // The built-in AOTInductor runtime's shims and tensor type, called directly
 // on host tensors (no GPU needed), and the shim table kept equal to the
 // module's exports and to the declarations in libcuda/builtin/shims.h.
+#include <dlfcn.h>
+
 #include <cstring>
 #include <fstream>
 
@@ -211,6 +213,22 @@ TEST_CASE("built-in runtime shims: every row of the shim table is declared") {
 }
 
 #endif  // PTB_TEST_SHIM_CORE
+
+// What failed on the GPU machine once (a symbol left for libcuda to
+// provide): the module must load on its own, with every symbol bound now.
+// Loading it needs no GPU; its CUDA runtime looks for the driver only at its
+// first call.
+TEST_CASE("built-in runtime shims: the module loads on its own, every symbol bound") {
+#if !defined(PTB_TEST_BUILTIN_MODULE)
+  ptb::test::skip("this build has no built-in runtime (" PTB_BUILTIN_RUNTIME_STATUS ")");
+#else
+  void* module = ::dlopen(PTB_TEST_BUILTIN_MODULE, RTLD_NOW | RTLD_LOCAL);
+  const char* why = module ? "" : ::dlerror();
+  REQUIRE_MESSAGE(module != nullptr, why);
+  CHECK(::dlsym(module, "ptbundle_runtime_module") != nullptr);
+  ::dlclose(module);
+#endif
+}
 
 // man/ptbundle-run.1 lists every shim (scripts/shim-row writes the list).
 TEST_CASE("built-in runtime shims: the man page lists every row of the shim table") {

@@ -4,11 +4,18 @@
 // library's kernels (judge_kernels). A single library is judged by its
 // kernels alone. Every library's GPU code is scanned even without a GPU, so
 // that the targets bundle.json records can be compared with what is there.
+// A library whose kernels run there still fails when it imports an aoti_*
+// function the built-in runtime lacks and this build has no LibTorch runtime
+// to hand it to, as `run` would refuse it. A library linked to LibTorch is
+// not judged so: that needs a LibTorch build, not another export.
 #include <cstring>
 #include <algorithm>
 #include <set>
 
 #include "ptbundle/cuda/gpu_check.h"
+#include "ptbundle/cuda/runtime_choice.h"
+#include "ptbundle/kernels/aoti_shims.h"
+#include "ptbundle/kernels/elf_imports.h"
 #include "ptbundle/kernels/kernel_images.h"
 
 namespace ptb {
@@ -25,6 +32,7 @@ struct Library {
   std::optional<VariantTarget> variant;
   std::vector<KernelImage> images;
   bool scanned = false;
+  std::string unrunnable;  // why no runtime of this build runs it, or ""
 };
 
 // One thing the runtime loads as a whole: a CUDA delegate or a package model.
@@ -74,6 +82,11 @@ void scan_library(Library& library, Bytes bytes, const std::string& origin, cons
   }
   library.images = std::move(*images);
   library.scanned = true;
+  if (RuntimeAvailability{}.libtorch) return;
+  auto symbols = read_dynamic_symbols(bytes, origin);
+  if (!symbols.ok() || !libtorch_dependencies(*symbols).empty()) return;
+  const std::vector<std::string> missing = missing_builtin_shims(symbols->undefined);
+  if (!missing.empty()) library.unrunnable = missing_shims_message(origin, missing);
 }
 
 std::vector<CudaUnit> program_units(const VerifySubject& subject, CheckList& checks) {
@@ -91,10 +104,10 @@ std::vector<CudaUnit> program_units(const VerifySubject& subject, CheckList& che
       unit.multi_variant = true;
       std::vector<VariantTarget> targets = variant_targets(payload.variants);
       for (size_t v = 0; v < payload.variants.size(); ++v) {
-        wanted.push_back({Library{variant_label(v, payload.variants[v]), targets[v], {}, false}, payload.variants[v].so_key});
+        wanted.push_back({Library{variant_label(v, payload.variants[v]), targets[v], {}, false, ""}, payload.variants[v].so_key});
       }
     } else {
-      wanted.push_back({Library{"library", std::nullopt, {}, false}, payload.so_key});
+      wanted.push_back({Library{"library", std::nullopt, {}, false, ""}, payload.so_key});
     }
     for (auto& [library, key] : wanted) {
       if (auto bytes = program.find(key)) {
@@ -115,7 +128,7 @@ std::vector<CudaUnit> package_units(const VerifySubject& subject, CheckList& che
     unit.where = "model " + model.name;
     const std::string subject_name = subject.label + ": " + unit.where;
     if (const std::string* sm = model.metadata_value("AOTI_COMPUTE_CAPABILITY")) unit.built_on = "sm_" + *sm;
-    Library library{"library", std::nullopt, {}, true};
+    Library library{"library", std::nullopt, {}, true, ""};
     std::vector<std::string> entries{model.wrapper_library};
     entries.insert(entries.end(), model.kernel_binaries.begin(), model.kernel_binaries.end());
     for (const std::string& entry : entries) {
@@ -138,7 +151,7 @@ std::vector<CudaUnit> package_units(const VerifySubject& subject, CheckList& che
         library.scanned = false;
         continue;
       }
-      Library part{"", std::nullopt, {}, false};
+      Library part{"", std::nullopt, {}, false, ""};
       scan_library(part, bytes->bytes(), subject.label + ": " + entry, subject_name, checks);
       if (!part.scanned) library.scanned = false;
       library.images.insert(library.images.end(), part.images.begin(), part.images.end());
@@ -229,6 +242,12 @@ bool judge_unit(const VerifySubject& subject, const CudaUnit& unit, GpuCapabilit
     checks.fail(checks::kGpu, where,
                 where + built + " cannot run on " + gpu.name() + ": " + choice_text + (unit.multi_variant ? "its library " : "") +
                     verdict.message + kPtxHint);
+    return false;
+  }
+  if (!library->unrunnable.empty()) {
+    checks.fail(checks::kGpu, where,
+                where + "'s kernels run on " + gpu.name() + ", but this ptbundle cannot run its library: " +
+                    library->unrunnable);
     return false;
   }
   checks.pass(checks::kGpu, where, choice_text + (unit.multi_variant ? "its library " : "") + verdict.message + built);
