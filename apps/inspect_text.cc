@@ -65,14 +65,43 @@ void values(Lines& out, const std::string& indent, const char* title, const std:
   out.table(indent + "  ", table);
 }
 
+std::string joined(const std::vector<std::string>& items) {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : ", ") + str(item);
+  return text;
+}
+
+// What runs the library: LibTorch, or the built-in runtime's compute
+// functions by family (cuBLAS and cuDNN among them: what a Triton-only
+// compile avoids), and what that runtime lacks.
+void runtime_needs(Lines& out, const std::string& indent, const std::optional<InspectRuntimeNeeds>& needs) {
+  if (!needs) return;
+  if (!needs->libtorch.empty()) {
+    out.add(indent, "Runtime: LibTorch (linked to " + joined(needs->libtorch) + ")");
+    return;
+  }
+  if (needs->calls.empty()) {
+    out.add(indent, "Runtime: built-in, tensor bookkeeping only (every GEMM and convolution in its own kernels)");
+  } else {
+    out.add(indent, "Runtime: built-in; calls:");
+    for (const InspectShimCalls& calls : needs->calls) {
+      out.add(indent + "  ", str(calls.family) + (calls.library.empty() ? "" : " (" + str(calls.library) + ")") +
+                                  ": " + joined(calls.functions));
+    }
+  }
+  if (!needs->lacks.empty()) out.add(indent, "Lacks (the built-in runtime has no): " + joined(needs->lacks));
+}
+
 void kernels(Lines& out, const std::string& indent, const std::optional<InspectKernels>& scanned) {
   if (!scanned) return;
   if (scanned->error) {
     out.add(indent, "Kernels: cannot read: " + str(*scanned->error));
+    runtime_needs(out, indent, scanned->runtime);
     return;
   }
   if (scanned->images.empty()) {
     out.add(indent, "Kernels: none found");
+    runtime_needs(out, indent, scanned->runtime);
     return;
   }
   out.add(indent, "Kernels:");
@@ -82,6 +111,7 @@ void kernels(Lines& out, const std::string& indent, const std::optional<InspectK
                str(image.compression), str(image.location)});
   }
   out.table(indent + "  ", table);
+  runtime_needs(out, indent, scanned->runtime);
 }
 
 std::string device_name(int32_t device_type) {

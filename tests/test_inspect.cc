@@ -207,6 +207,21 @@ TEST_CASE("inspect: AOTInductor packages show their models, metadata and kernels
     ptx = ptx || (kernel["kind"] == "ptx" && kernel["target"] == "compute_90a");
   }
   CHECK(ptx);
+  // What runs the library: these packages link LibTorch.
+  CHECK(strings(et["wrapper_library"]["runtime"]["libtorch"]) ==
+        std::vector<std::string>{"libtorch.so", "libtorch_cpu.so", "libtorch_cuda.so"});
+}
+
+TEST_CASE("inspect: a library's runtime needs: LibTorch, or the built-in runtime's compute functions by family") {
+  PTB_REQUIRE_FIXTURES();
+  // ExecuTorch's CUDA export: link_libtorch=False, every GEMM in Triton.
+  json doc = inspect_json(quote(fixture("cuda/sm90/model.pte")));
+  const std::string text = doc.dump();
+  CHECK(contains(text, R"("runtime":{"calls":[],"lacks":[],"libtorch":[]})"));  // keys sorted by json
+  auto plain = run_cli("inspect " + quote(fixture("cuda/sm90/model.pte")));
+  CHECK(contains(plain.out, "Runtime: built-in, tensor bookkeeping only"));
+  auto linked = run_cli("inspect " + quote(fixture("aoti/mlp_et.pt2")));
+  CHECK(contains(linked.out, "Runtime: LibTorch (linked to libtorch.so, libtorch_cpu.so, libtorch_cuda.so)"));
 }
 
 TEST_CASE("inspect: a bundle folder shows its manifest and each part's files") {

@@ -1,12 +1,49 @@
 // The GPU code of a library as inspect reports it (schemas/inspect.schema.json,
 // "kernel_image").
+#include <map>
+
 #include "inspect/inspect_internal.h"
+#include "ptbundle/kernels/aoti_shims.h"
+#include "ptbundle/kernels/elf_imports.h"
 #include "ptbundle/kernels/kernel_images.h"
 
 namespace ptb::detail {
+namespace {
+
+// nullopt for bytes that are not a shared library (a cubin file).
+std::optional<InspectRuntimeNeeds> runtime_needs(Bytes data, const std::string& name) {
+  auto symbols = read_dynamic_symbols(data, name);
+  if (!symbols.ok()) return std::nullopt;
+  InspectRuntimeNeeds needs;
+  for (const std::string& library : symbols->needed) {
+    if (library.rfind("libtorch", 0) == 0 || library.rfind("libc10", 0) == 0) needs.libtorch.push_back(library);
+  }
+  // Bookkeeping (tensor handles, guards, numbering) is what every library
+  // calls; the families that do compute are what tell a user something.
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> families;
+  for (const std::string& symbol : symbols->undefined) {
+    if (symbol.rfind("aoti_torch_", 0) != 0) continue;
+    const AotiShim* row = find_builtin_shim(symbol);
+    if (!row) {
+      needs.lacks.push_back(symbol);
+      continue;
+    }
+    switch (row->family) {
+      case ShimFamily::Numbering: case ShimFamily::Runtime: case ShimFamily::Tensor: case ShimFamily::Device:
+        continue;
+      default:
+        families[{shim_family_name(row->family), shim_library_name(row->library)}].push_back(symbol);
+    }
+  }
+  for (auto& [key, functions] : families) needs.calls.push_back({key.first, key.second, std::move(functions)});
+  return needs;
+}
+
+}  // namespace
 
 InspectKernels inspect_kernels(Bytes data, const std::string& name) {
   InspectKernels out;
+  out.runtime = runtime_needs(data, name);
   auto images = scan_kernels(data, name);
   if (!images.ok()) {
     out.error = images.error().message;

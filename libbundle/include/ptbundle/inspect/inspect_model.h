@@ -41,11 +41,37 @@ struct InspectKernel {
   }
 };
 
+// The compute functions of one family a library calls ("runtime_calls").
+struct InspectShimCalls {
+  std::string family;   // "GEMM", "convolution", "sort", ...
+  std::string library;  // what the built-in runtime opens for them: "cuBLAS", "cuDNN", ""
+  std::vector<std::string> functions;
+  template <class F>
+  void fields(F& f) const {
+    f("family", family)("library", library)("functions", functions);
+  }
+};
+
+// What a shared library asks of the runtime that runs it ("runtime"):
+// LibTorch, when it is linked to it; else the built-in runtime's compute
+// functions it calls, by family, and those the runtime lacks.
+struct InspectRuntimeNeeds {
+  std::vector<std::string> libtorch;  // DT_NEEDED entries naming LibTorch
+  std::vector<InspectShimCalls> calls;
+  std::vector<std::string> lacks;
+  template <class F>
+  void fields(F& f) const {
+    f("libtorch", libtorch)("calls", calls)("lacks", lacks);
+  }
+};
+
 // The kernels of one library, or why they cannot be read: members of the
-// object that owns them ("kernels" or "kernels_error").
+// object that owns them ("kernels" or "kernels_error", and "runtime" for a
+// shared library).
 struct InspectKernels {
   std::vector<InspectKernel> images;
   std::optional<std::string> error;
+  std::optional<InspectRuntimeNeeds> runtime;
   template <class F>
   void fields(F& f) const {
     if (error) {
@@ -53,6 +79,7 @@ struct InspectKernels {
     } else {
       f("kernels", images);
     }
+    if (runtime) f("runtime", *runtime);
   }
 };
 
