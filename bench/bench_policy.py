@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Policy parts per call, side by side in one run on the GPU machine (issue 20):
+eager PyTorch, eager PyTorch replaying a torch.cuda graph, and `ptbundle run`
+on the built-in runtime, plain and with --cuda-graph, for each part compiled
+two ways by tests/gpu/make_packages.py: ExecuTorch's options (Triton-only
+GEMMs and convolutions, "et") and the same with ATen's cuBLAS/cuDNN allowed
+("aten"). TF32 off everywhere. Prints one row per package with the medians
+(CUDA events, microseconds) and the ratios eager / ptbundle (above 1: ptbundle
+is faster), then the goals of issue 20.
+
+  bench_policy.py --ptbundle BUILD/apps/ptbundle [--packages DIR] [--iterations N] [MODEL ...]
+
+MODEL: names of tests/gpu/policy_models.py (default: the repro pack's convs
+and linears, resnet18, act, and the launch-bound mlp_head and flow). With
+--packages DIR holding <model>-<way>.pt2 from an earlier make_packages run,
+nothing is compiled.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "gpu"))
+
+HEAVY = ["convs", "linears", "resnet18", "act"]
+LAUNCH_BOUND = ["mlp_head", "flow"]
+WAYS = ["et", "aten"]
+
+
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2]
+
+
+def time_calls(call, iterations, warmup=20):
+    import torch
+
+    for _ in range(warmup):
+        call()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]
+    for start, end in zip(starts, ends):
+        start.record()
+        call()
+        end.record()
+    torch.cuda.synchronize()
+    return median([s.elapsed_time(e) * 1000 for s, e in zip(starts, ends)])
+
+
+def eager(name, iterations):
+    """(eager us, eager with a captured torch.cuda graph us or None)."""
+    import torch
+    import policy_models
+
+    module = policy_models.make_module(name)
+    inputs = policy_models.make_inputs(name)
+    with torch.inference_mode():
+        plain = time_calls(lambda: module(*inputs), iterations)
+        graphed = None
+        try:
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                for _ in range(3):
+                    module(*inputs)
+            torch.cuda.current_stream().wait_stream(stream)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                module(*inputs)
+            graphed = time_calls(graph.replay, iterations)
+        except Exception as error:  # a part eager PyTorch cannot capture: say so, go on
+            print(f"bench_policy: {name}: eager CUDA graph: {error}", file=sys.stderr)
+    return plain, graphed
+
+
+def ptbundle(cli, package, inputs, iterations, graph):
+    """ptbundle's median us, or None with the reason on stderr."""
+    args = [cli, "run", package, "--iterations", str(iterations), "--json"]
+    for i, path in enumerate(inputs):
+        args += ["--input", f"{i}={path}"]
+    if graph:
+        args.append("--cuda-graph")
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    try:
+        report = json.loads(done.stdout)
+    except ValueError:
+        report = {}
+    timing = report.get("timing") or {}
+    if done.returncode != 0 or "median_ms" not in timing:
+        reason = (report.get("error") or {}).get("message") or done.stderr.strip()[-300:]
+        print(f"bench_policy: {os.path.basename(package)}{' --cuda-graph' if graph else ''}: {reason}", file=sys.stderr)
+        return None
+    if graph and not (report.get("cuda_graph") or {}).get("active"):
+        print(f"bench_policy: {os.path.basename(package)}: no graph: {report['cuda_graph'].get('why_not')}",
+              file=sys.stderr)
+    return timing["median_ms"] * 1000
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if a and b else "-"
+
+
+def us(value):
+    return f"{value:.1f}" if value else "-"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ptbundle", required=True)
+    parser.add_argument("--packages")
+    parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("models", nargs="*")
+    args = parser.parse_args()
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    models = args.models or HEAVY + LAUNCH_BOUND
+    folder = args.packages or tempfile.mkdtemp(prefix="bench_policy.")
+    wanted = [f"{m}-{w}" for m in models for w in WAYS]
+    missing = [p for p in wanted if not os.path.exists(os.path.join(folder, p + ".pt2"))]
+    if missing:
+        subprocess.run([sys.executable, os.path.join(HERE, "..", "tests", "gpu", "make_packages.py"), folder] + missing,
+                       check=False, stdout=sys.stderr)
+    print(f"bench_policy: {torch.cuda.get_device_name()}, torch {torch.__version__}, TF32 off, "
+          f"medians of {args.iterations} calls in microseconds")
+    header = ["package", "eager", "eager+graph", "ptbundle", "ptbundle+graph", "eager/ptb", "eager/ptb+graph",
+              "eager+graph/ptb+graph"]
+    print("  ".join(f"{h:>14}" if i else f"{h:<16}" for i, h in enumerate(header)))
+    results = {}
+    for model in models:
+        plain, graphed = eager(model, args.iterations)
+        for way in WAYS:
+            stem = os.path.join(folder, f"{model}-{way}")
+            if not os.path.exists(stem + ".pt2"):
+                print(f"{model}-{way:<10} not compiled (make_packages says why)")
+                continue
+            with open(stem + ".json") as f:
+                count = json.load(f).get("inputs", 1)
+            inputs = [f"{stem}.in{i}.npy" for i in range(count)]
+            mine = ptbundle(args.ptbundle, stem + ".pt2", inputs, args.iterations, False)
+            mine_graph = ptbundle(args.ptbundle, stem + ".pt2", inputs, args.iterations, True)
+            results[(model, way)] = (plain, graphed, mine, mine_graph)
+            row = [f"{model}-{way}", us(plain), us(graphed), us(mine), us(mine_graph), ratio(plain, mine),
+                   ratio(plain, mine_graph), ratio(graphed, mine_graph)]
+            print("  ".join(f"{c:>14}" if i else f"{c:<16}" for i, c in enumerate(row)), flush=True)
+    # Issue 20's goals: ATen-allowed heavy parts at least as fast as eager;
+    # launch-bound parts with graphs at least as fast as eager with graphs.
+    verdicts = []
+    for model in HEAVY:
+        r = results.get((model, "aten"))
+        if r:
+            verdicts.append((f"{model}-aten plain >= eager", r[2] is not None and r[0] / r[2] >= 1.0))
+    for model in LAUNCH_BOUND:
+        for way in WAYS:
+            r = results.get((model, way))
+            if r and r[1]:
+                verdicts.append((f"{model}-{way} graph >= eager graph", r[3] is not None and r[1] / r[3] >= 1.0))
+    for text, ok in verdicts:
+        print(f"goal {text}: {'ok' if ok else 'MISSED'}")
+    return 0 if all(ok for _, ok in verdicts) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
