@@ -1,5 +1,5 @@
-// Reading, writing and combining one element of any real dtype in device
-// code, for the kernels that take every dtype (index.cu): the value passes
+// Walking a strided view, and reading, writing and combining one element of
+// any real dtype, in device code, for the kernels that take every dtype: the value passes
 // through a double, which holds every value of every dtype but the largest
 // 64-bit integers exactly. Integer stores saturate (a conversion out of
 // range is undefined in C++); bool stores test for nonzero.
@@ -10,9 +10,27 @@
 
 #include <cstdint>
 
+#include "kernels.h"
 #include "ptbundle/base/dtype.h"
 
 namespace ptb::builtin::kernels {
+
+// Sizes and strides (in elements) a kernel walks in row-major order.
+struct Layout {
+  int32_t dims = 0;
+  int64_t sizes[kMaxDims] = {};
+  int64_t strides[kMaxDims] = {};
+};
+
+// The element offset of row-major position `i` of `layout`.
+__device__ inline int64_t offset_of(int64_t i, const Layout& layout) {
+  int64_t at = 0;
+  for (int32_t k = layout.dims - 1; k >= 0; --k) {
+    at += (i % layout.sizes[k]) * layout.strides[k];
+    i /= layout.sizes[k];
+  }
+  return at;
+}
 
 // The dtypes these helpers take.
 inline bool accessible_dtype(int32_t dtype) {

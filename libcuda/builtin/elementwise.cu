@@ -3,27 +3,13 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "element_access.cuh"
 #include "kernels.h"
 #include "ptbundle/base/dtype.h"
 
 namespace ptb::builtin::kernels {
 namespace {
 
-
-struct Layout {
-  int32_t dims;
-  int64_t sizes[kMaxDims];
-  int64_t strides[kMaxDims];
-};
-
-__device__ int64_t offset_of(int64_t i, const Layout& layout) {
-  int64_t at = 0;
-  for (int32_t k = layout.dims - 1; k >= 0; --k) {
-    at += (i % layout.sizes[k]) * layout.strides[k];
-    i /= layout.sizes[k];
-  }
-  return at;
-}
 
 __device__ float read(const void* base, int64_t at, int32_t dtype) {
   switch (dtype) {

@@ -38,13 +38,7 @@ std::string dtype_text(int32_t dtype) { return scalar_type_name(dtype); }
 
 // ---- nonzero ----------------------------------------------------------------
 
-struct Shape {
-  int32_t dims = 0;
-  int64_t sizes[kMaxDims] = {};
-  int64_t strides[kMaxDims] = {};
-};
-
-bool shape_of(const Tensor& tensor, Shape& shape) {
+bool layout_of(const Tensor& tensor, Layout& shape) {
   if (tensor.sizes.size() > static_cast<size_t>(kMaxDims)) return false;
   shape.dims = static_cast<int32_t>(tensor.sizes.size());
   for (int32_t d = 0; d < shape.dims; ++d) {
@@ -54,26 +48,16 @@ bool shape_of(const Tensor& tensor, Shape& shape) {
   return true;
 }
 
-// The element offset of row-major position `i` of `shape`.
-__device__ int64_t offset_in(int64_t i, const Shape& shape) {
-  int64_t at = 0;
-  for (int32_t d = shape.dims - 1; d >= 0; --d) {
-    at += (i % shape.sizes[d]) * shape.strides[d];
-    i /= shape.sizes[d];
-  }
-  return at;
-}
-
-__global__ void nonzero_flags(const void* data, int32_t dtype, int itemsize, Shape shape, int64_t count,
+__global__ void nonzero_flags(const void* data, int32_t dtype, int itemsize, Layout shape, int64_t count,
                               uint8_t* flags, int64_t* positions) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    flags[i] = load_value(data, offset_in(i, shape), dtype, itemsize) != 0;
+    flags[i] = load_value(data, offset_of(i, shape), dtype, itemsize) != 0;
     positions[i] = i;
   }
 }
 
-__global__ void nonzero_coordinates(const int64_t* selected, int64_t found, Shape shape, int64_t* out) {
+__global__ void nonzero_coordinates(const int64_t* selected, int64_t found, Layout shape, int64_t* out) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < found;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t position = selected[i];
@@ -89,8 +73,8 @@ __global__ void nonzero_coordinates(const int64_t* selected, int64_t found, Shap
 std::string nonzero(const Tensor& self, std::optional<Tensor>& result) {
   if (!accessible_dtype(self.dtype)) return "dtype " + dtype_text(self.dtype) + " is not supported here";
   if (!on_gpu(self)) return "the tensor is not on the GPU (" + tensor_text(self) + ")";
-  Shape shape;
-  if (!shape_of(self, shape)) return "more than " + std::to_string(kMaxDims) + " dimensions";
+  Layout shape;
+  if (!layout_of(self, shape)) return "more than " + std::to_string(kMaxDims) + " dimensions";
   const int64_t count = self.numel();
   const int32_t device = self.storage->device_index;
   const int64_t dims = static_cast<int64_t>(self.sizes.size());
@@ -466,7 +450,7 @@ __global__ void scatter_kernel(ScatterPlan plan, void* out, int32_t* counts, int
 // mean: each scattered target divided by how many values it took (and
 // itself, when included); integers round down, as ATen's floor division.
 __global__ void scatter_mean(ScatterPlan plan, void* out, const int32_t* counts, bool include_self, int64_t total) {
-  Shape shape;
+  Layout shape;
   shape.dims = plan.dims;
   for (int32_t d = 0; d < plan.dims; ++d) {
     shape.sizes[d] = plan.out_sizes[d];
@@ -475,7 +459,7 @@ __global__ void scatter_mean(ScatterPlan plan, void* out, const int32_t* counts,
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     if (counts[i] == 0) continue;
-    const int64_t at = offset_in(i, shape);
+    const int64_t at = offset_of(i, shape);
     const double sum = load_value(out, at, plan.dtype, plan.itemsize);
     double mean = sum / (counts[i] + (include_self ? 1 : 0));
     if (!floating_dtype(plan.dtype)) mean = floor(mean);
