@@ -102,6 +102,12 @@ Child run(const std::vector<std::string>& args, const std::map<std::string, std:
 
 bool mentions(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  REQUIRE(out.good());
+}
+
 std::vector<std::string> export_args(const fs::path& bundle, const std::string& part, const std::vector<std::string>& extra = {}) {
   std::vector<std::string> args{"export", "-o", bundle.string(), "--part", part + "=" + fixture("cuda/sm80/model.pte").string()};
   args.insert(args.end(), extra.begin(), extra.end());
@@ -570,4 +576,30 @@ TEST_CASE("hostile: an interrupted merge leaves its staging folder only until th
   CHECK_MESSAGE(done.exit_code == 0, done.err);
   CHECK(staging_folders() == 0);
   CHECK(run({"verify", (dir / "out").string(), "--gpu", "none"}).exit_code == 0);
+}
+
+TEST_CASE("hostile: merge never removes, and verify never names, a user's folder that looks like a staging folder") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto a = dir / "a";
+  auto b = dir / "b";
+  REQUIRE(run({"export", "-o", a.string(), "--part", "enc=" + fixture("cuda/sm80/model.pte").string()}).exit_code == 0);
+  REQUIRE(run({"export", "-o", b.string(), "--part", "enc=" + fixture("cuda/sm90/model.pte").string()}).exit_code == 0);
+  // A user's notes, one under a name only mkdtemp's pattern would give, and
+  // one with a marker but under a name mkdtemp never makes.
+  for (const char* name : {".out.merge-notes", ".out.merge-AbC123", ".out.merge-x"}) {
+    fs::create_directories(dir / name);
+    write_text(dir / name / "notes.txt", "mine\n");
+  }
+  write_text(dir / ".out.merge-x" / kStagingMarkerName, kStagingMarkerText);
+  auto merged = run({"merge", "-o", (dir / "out").string(), a.string(), b.string()});
+  CHECK_MESSAGE(merged.exit_code == 0, merged.err);
+  for (const char* name : {".out.merge-notes", ".out.merge-AbC123", ".out.merge-x"}) {
+    CAPTURE(name);
+    CHECK(fs::exists(dir / name / "notes.txt"));
+  }
+  CHECK_FALSE(fs::exists(dir / "out" / kStagingMarkerName));
+  auto verified = run({"verify", (dir / "out").string(), "--gpu", "none", "--json"});
+  CHECK_MESSAGE(verified.exit_code == 0, verified.out);
+  CHECK_FALSE(mentions(verified.out, ".out.merge-"));
 }

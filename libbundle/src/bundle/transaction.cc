@@ -243,32 +243,100 @@ Status BundleTransaction::commit(const std::vector<Placement>& outputs, const Ma
   return dir_.remove_file(kJournalFileName);
 }
 
-std::vector<std::string> find_stale_staging(const std::string& output_dir) {
-  std::vector<std::string> out;
+namespace {
+
+// mkdtemp's suffix: six of [A-Za-z0-9].
+bool is_staging_name(const std::string& name, const std::string& prefix) {
+  if (name.size() != prefix.size() + 6 || !name.starts_with(prefix)) return false;
+  for (size_t i = prefix.size(); i < name.size(); ++i) {
+    char c = name[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum) return false;
+  }
+  return true;
+}
+
+// Whether the folder open at `fd` holds merge's marker, exactly as written.
+bool holds_staging_marker(int fd) {
+  int marker = ::openat(fd, kStagingMarkerName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (marker < 0) return false;
+  struct stat st {};
+  const std::string expected = kStagingMarkerText;
+  bool ok = ::fstat(marker, &st) == 0 && S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) == expected.size();
+  if (ok) {
+    std::string text(expected.size(), '\0');
+    ok = ::pread(marker, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()) && text == expected;
+  }
+  ::close(marker);
+  return ok;
+}
+
+// Opens `path` as a stale staging folder: named as mkdtemp names it, a real
+// folder owned by this user, holding the marker, and locked (exclusively,
+// now) by no other process. Returns the descriptor holding that lock, or -1.
+int open_stale_staging(const fs::path& path, const std::string& prefix) {
+  if (!is_staging_name(path.filename().string(), prefix)) return -1;
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || !holds_staging_marker(fd) ||
+      ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+fs::path output_path(const std::string& output_dir) {
   fs::path output = fs::path(output_dir).lexically_normal();
   if (output.filename().empty()) output = output.parent_path();
+  return output;
+}
+
+}  // namespace
+
+Status mark_staging(int folder_fd, const std::string& folder) {
+  const std::string path = folder + "/" + kStagingMarkerName;
+  int fd = ::openat(folder_fd, kStagingMarkerName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return io_error(path + ": cannot create merge's staging marker: " + errno_text());
+  const std::string text = kStagingMarkerText;
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  std::string why = ok ? std::string() : errno_text();
+  ::close(fd);
+  if (!ok) return io_error(path + ": cannot write merge's staging marker: " + why);
+  return {};
+}
+
+Status unmark_staging(int folder_fd, const std::string& folder) {
+  if (::unlinkat(folder_fd, kStagingMarkerName, 0) != 0 && errno != ENOENT) {
+    return io_error(folder + "/" + kStagingMarkerName + ": cannot remove merge's staging marker: " + errno_text());
+  }
+  return {};
+}
+
+std::vector<std::string> find_stale_staging(const std::string& output_dir) {
+  std::vector<std::string> out;
+  fs::path output = output_path(output_dir);
   fs::path parent = output.parent_path().empty() ? fs::path(".") : output.parent_path();
   const std::string prefix = "." + output.filename().string() + ".merge-";
   std::error_code ec;
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (!name.starts_with(prefix)) continue;
-    int fd = ::open(it->path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open_stale_staging(it->path(), prefix);
     if (fd < 0) continue;
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) out.push_back(it->path().string());
+    out.push_back(it->path().string());
     ::close(fd);
   }
   return out;
 }
 
 void remove_stale_staging(const std::string& output_dir) {
+  const std::string prefix = "." + output_path(output_dir).filename().string() + ".merge-";
   for (const auto& path : find_stale_staging(output_dir)) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    // Checked again, holding the folder's lock, right before removing it.
+    int fd = open_stale_staging(path, prefix);
     if (fd < 0) continue;
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      std::error_code ec;
-      fs::remove_all(path, ec);  // never follows a symlink inside
-    }
+    std::error_code ec;
+    fs::remove_all(path, ec);  // never follows a symlink inside
     ::close(fd);
   }
 }

@@ -55,9 +55,12 @@ class Staging {
     }
     Staging staging;
     staging.path_ = buffer.data();
-    staging.fd_ = ::open(buffer.data(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (staging.fd_ >= 0) ::flock(staging.fd_, LOCK_EX | LOCK_NB);  // ours alone: mkdtemp made it
     staging.slot_ = register_temp_path(staging.path_.string(), /*folder=*/true);
+    staging.fd_ = ::open(buffer.data(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (staging.fd_ < 0) return io_error(staging.path_.string() + ": cannot open the staging folder: " + std::strerror(errno));
+    ::flock(staging.fd_, LOCK_EX | LOCK_NB);  // ours alone: mkdtemp made it
+    // What makes it ours for the next merge too, should this one be killed.
+    PTB_CHECK(mark_staging(staging.fd_, staging.path_.string()));
     return staging;
   }
   Staging() = default;
@@ -73,6 +76,9 @@ class Staging {
     if (fd_ >= 0) ::close(fd_);
   }
   const fs::path& path() const { return path_; }
+  // The folder becomes the merged bundle: without the marker, that a stale
+  // staging folder carries.
+  Status unmark() { return unmark_staging(fd_, path_.string()); }
   void keep() {
     unregister_temp_path(std::exchange(slot_, -1));
     path_.clear();
@@ -497,6 +503,7 @@ Result<BundleMergeResult> merge_bundles(const BundleMergeRequest& request) {
   PTB_CHECK(write_manifest(staging.path().string(), manifest));
 
   test_kill_point("merge-rename");
+  PTB_CHECK(staging.unmark());
   std::error_code ec;
   if (fs::exists(request.output_dir, ec)) fs::remove(request.output_dir, ec);  // an empty folder, checked above
   fs::rename(staging.path(), request.output_dir, ec);
