@@ -22,6 +22,7 @@
 #include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/npy.h"
 #include "ptbundle/base/file.h"
+#include "ptbundle/base/mapping_guard.h"
 #include "ptbundle/base/sha256.h"
 #include "support.h"
 
@@ -602,4 +603,82 @@ TEST_CASE("hostile: merge never removes, and verify never names, a user's folder
   auto verified = run({"verify", (dir / "out").string(), "--gpu", "none", "--json"});
   CHECK_MESSAGE(verified.exit_code == 0, verified.out);
   CHECK_FALSE(mentions(verified.out, ".out.merge-"));
+}
+
+TEST_CASE("hostile: a mapped file that shrinks reads as zeros, is named as changed, and nothing made from it is committed") {
+  // Whatever happens below, the rest of this process is not taken for one
+  // that read a changed file.
+  struct Forget {
+    ~Forget() { forget_changed_mapped_files(); }
+  } forget;
+  TempDir dir;
+  auto path = dir / "shrinks.bin";
+  write_text(path, std::string(64 << 10, 'x'));
+  auto file = MappedFile::open(path.string());
+  REQUIRE(file.ok());
+  REQUIRE(::truncate(path.c_str(), 4096) == 0);
+  // Past the new end: without the guard, SIGBUS.
+  CHECK(file->bytes()[file->size() - 1] == 0);
+  std::string digest = sha256_mapped_range(*file, 0, file->size());
+  CHECK(digest.size() == 64);
+  auto status = check_unchanged(*file);
+  REQUIRE_FALSE(status.ok());
+  CHECK(mentions(status.error().message, path.string() + ": changed while being read"));
+  REQUIRE(changed_mapped_file().has_value());
+  CHECK(*changed_mapped_file() == path.string());
+  {
+    auto out = AtomicOutput::create((dir / "made.bin").string());
+    REQUIRE(out.ok());
+    REQUIRE(out->write(file->bytes().subspan(0, 16)).ok());
+    auto committed = out->commit();
+    CHECK_FALSE(committed.ok());
+    if (!committed.ok()) CHECK(mentions(committed.error().message, "changed while being read"));
+  }
+  CHECK_FALSE(fs::exists(dir / "made.bin"));
+  CHECK(names_in(dir.path()) == std::vector<std::string>{"shrinks.bin"});
+  file = MappedFile();
+  forget_changed_mapped_files();
+  CHECK_FALSE(changed_mapped_file().has_value());
+}
+
+TEST_CASE("hostile: a file that shrinks right after it is mapped crashes no command; each names it, --json gives one document") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto pristine = dir / "pristine";
+  auto other = dir / "other";
+  REQUIRE(run({"export", "-o", pristine.string(), "--part", "enc=" + fixture("cuda/sm80/model.pte").string()}).exit_code == 0);
+  REQUIRE(run({"export", "-o", other.string(), "--part", "enc=" + fixture("cuda/sm90/model.pte").string()}).exit_code == 0);
+  REQUIRE(std::system(("openssl ecparam -genkey -name prime256v1 -noout -out " + quote(dir / "key.pem") + " 2>/dev/null").c_str()) == 0);
+  auto fresh = [&](const fs::path& to) {
+    fs::remove_all(to);
+    fs::copy(pristine, to, fs::copy_options::recursive);
+    return to.string();
+  };
+  struct Case {
+    std::string name;
+    std::vector<std::string> args;
+    std::string shrinks;
+  };
+  fs::copy_file(fixture("cuda/sm80/model.pte"), dir / "input.pte");
+  std::vector<Case> cases{
+      {"inspect", {"inspect", fresh(dir / "b1"), "--json"}, "enc.pte"},
+      {"verify", {"verify", fresh(dir / "b2"), "--gpu", "none", "--json"}, "enc.pte"},
+      {"verify data", {"verify", fresh(dir / "b3"), "--gpu", "none", "--json"}, "enc.ptd"},
+      {"sign", {"sign", fresh(dir / "b4"), "--key", (dir / "key.pem").string(), "--json"}, "bundle.json"},
+      {"merge", {"merge", "-o", (dir / "merged").string(), fresh(dir / "b5"), other.string(), "--json"}, "enc.ptd"},
+      {"export", {"export", "-o", (dir / "exported").string(), "--part", "enc=" + (dir / "input.pte").string(), "--json"},
+       "input.pte"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    auto child = run(c.args, {{"PTB_TEST_SHRINK_AFTER_MAP", c.shrinks}});
+    CHECK(child.exit_code != 128 + SIGBUS);
+    CHECK(child.exit_code == 3);
+    CHECK_MESSAGE(mentions(child.err, "changed while being read"), child.err);
+    CHECK(mentions(child.err, c.shrinks));
+    CHECK(nlohmann::json::accept(child.out));
+  }
+  CHECK_FALSE(fs::exists(dir / "merged"));
+  CHECK_FALSE(fs::exists(dir / "exported" / "bundle.json"));
+  CHECK_FALSE(fs::exists(dir / "b4" / "bundle.sig"));
 }
