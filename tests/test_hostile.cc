@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -681,4 +682,66 @@ TEST_CASE("hostile: a file that shrinks right after it is mapped crashes no comm
   CHECK_FALSE(fs::exists(dir / "merged"));
   CHECK_FALSE(fs::exists(dir / "exported" / "bundle.json"));
   CHECK_FALSE(fs::exists(dir / "b4" / "bundle.sig"));
+}
+
+namespace {
+
+bool bundle_is_clean(const fs::path& bundle) {
+  return !fs::exists(bundle / kLockFileName) && !fs::exists(bundle / kJournalFileName) && !any_temporary(bundle);
+}
+
+}  // namespace
+
+TEST_CASE("hostile: SIGINT or SIGTERM at any step of an export's commit leaves no lock, journal or temporary file") {
+  PTB_REQUIRE_FIXTURES();
+  for (const std::string step : {"journal", "rename-1", "rename-2", "manifest", "cleanup"}) {
+    for (const char* signal_name : {"INT", "TERM"}) {
+      CAPTURE(step);
+      CAPTURE(signal_name);
+      TempDir dir;
+      auto bundle = dir / "bundle";
+      REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+      auto killed = run(export_args(bundle, "enc", {"--force"}), {{"PTB_TEST_KILL_AT", step}, {"PTB_TEST_KILL_SIGNAL", signal_name}});
+      CHECK(killed.exit_code == 128 + (std::string(signal_name) == "INT" ? SIGINT : SIGTERM));
+      CHECK_MESSAGE(bundle_is_clean(bundle), ptb::test::quote(bundle));
+      auto verified = run({"verify", bundle.string(), "--gpu", "none", "--json"});
+      CHECK_MESSAGE(verified.exit_code == 0, verified.out);
+      CHECK_FALSE(mentions(verified.out, "\"warn\""));
+    }
+  }
+}
+
+TEST_CASE("hostile: SIGINT at a random moment of an export leaves the bundle verifying with nothing left behind") {
+  PTB_REQUIRE_FIXTURES();
+  std::mt19937 random(22);
+  for (int round = 0; round < 8; ++round) {
+    TempDir dir;
+    auto bundle = dir / "bundle";
+    REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+    Running child(mlp_export_args(bundle, fixture("aoti/mlp_et.pt2")));
+    std::this_thread::sleep_for(std::chrono::milliseconds(random() % 400));
+    ::kill(child.pid(), SIGINT);
+    auto done = child.wait();
+    CAPTURE(round);
+    CHECK((done.exit_code == 0 || done.exit_code == 128 + SIGINT));
+    CHECK(bundle_is_clean(bundle));
+    auto verified = run({"verify", bundle.string(), "--gpu", "none", "--json"});
+    CHECK_MESSAGE(verified.exit_code == 0, verified.out);
+    CHECK_FALSE(mentions(verified.out, "\"warn\""));
+  }
+}
+
+TEST_CASE("hostile: a commit that fails (a folder squats the new file's name) leaves the old bundle and no journal") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto bundle = dir / "bundle";
+  REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+  const std::string before = ptb::test::read_text(bundle / "bundle.json");
+  fs::create_directory(bundle / "other.pte");
+  auto failed = run(export_args(bundle, "other", {"--force"}));
+  CHECK(failed.exit_code == 3);
+  CHECK(mentions(failed.err, "other.pte"));
+  CHECK(bundle_is_clean(bundle));
+  CHECK_FALSE(fs::exists(bundle / "other.ptd"));
+  CHECK(ptb::test::read_text(bundle / "bundle.json") == before);
 }

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "ptbundle/base/interrupt.h"
 #include "ptbundle/base/mapping_guard.h"
 
 namespace ptb {
@@ -161,7 +162,9 @@ Result<AtomicOutput> AtomicOutput::create_at(int dir_fd, const std::string& dir_
     out.fd_ = fd;
     out.temp_name_ = temp;
     out.temp_path_ = dir_text + "/" + temp;
-    out.cleanup_slot_ = register_temp_path(out.temp_path_);
+    // By descriptor and name: removed on SIGINT even where the full path is
+    // longer than PATH_MAX.
+    out.cleanup_slot_ = register_temp_at(dir_fd, temp);
     return out;
   }
   return io_error(dir_text + "/" + name + ": cannot create a temporary file beside it: every name tried exists");

@@ -12,6 +12,8 @@
 #include <set>
 #include <thread>
 
+#include "ptbundle/base/interrupt.h"
+
 namespace ptb {
 namespace {
 
@@ -155,6 +157,7 @@ Result<BundleTransaction> BundleTransaction::begin(const std::string& bundle_dir
     if (::fstatat(t.dir_.fd(), kLockFileName, &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_ino == held.st_ino &&
         named.st_dev == held.st_dev) {
       t.lock_fd_ = fd;
+      t.lock_cleanup_slot_ = register_temp_at(t.dir_.fd(), kLockFileName);
       break;
     }
     ::close(fd);
@@ -178,7 +181,9 @@ BundleTransaction& BundleTransaction::operator=(BundleTransaction&& other) noexc
   if (this != &other) {
     if (lock_fd_ >= 0) ::close(lock_fd_);
     dir_ = std::move(other.dir_);
+    unregister_temp_path(std::exchange(lock_cleanup_slot_, -1));
     lock_fd_ = std::exchange(other.lock_fd_, -1);
+    lock_cleanup_slot_ = std::exchange(other.lock_cleanup_slot_, -1);
     created_ = other.created_;
     manifest_ = std::move(other.manifest_);
   }
@@ -186,6 +191,7 @@ BundleTransaction& BundleTransaction::operator=(BundleTransaction&& other) noexc
 }
 
 BundleTransaction::~BundleTransaction() {
+  unregister_temp_path(std::exchange(lock_cleanup_slot_, -1));
   if (lock_fd_ < 0) return;
   // The lock file goes with the lock, so a bundle holds no trace of it; a
   // writer waiting on the removed file finds the name gone and starts over.
@@ -200,6 +206,7 @@ void BundleTransaction::remove_if_unused() {
   for (const auto& name : *names) {
     if (name != kLockFileName && name != kTestcaseFolder) return;
   }
+  unregister_temp_path(std::exchange(lock_cleanup_slot_, -1));
   ::unlinkat(dir_.fd(), kTestcaseFolder, AT_REMOVEDIR);  // only when empty
   ::unlinkat(dir_.fd(), kLockFileName, 0);
   ::rmdir(dir_.path().c_str());  // fails while a waiting writer has put its own lock file there
@@ -213,6 +220,9 @@ Status BundleTransaction::commit(const std::vector<Placement>& outputs, const Ma
   for (const auto& path : superseded)
     if (!listed.count(path)) removed.push_back(path);
 
+  // An interruption waits for the commit: the bundle then is the new one,
+  // with no journal, and the signal is acted on when this returns.
+  DeferInterrupts defer;
   test_kill_point("journal");
   // Appended piece by piece: GCC 12 -O2 reports a false -Wstringop-overflow
   // for string + "\n" here.
@@ -231,12 +241,21 @@ Status BundleTransaction::commit(const std::vector<Placement>& outputs, const Ma
     PTB_CHECK(out.write(Bytes(reinterpret_cast<const uint8_t*>(journal.data()), journal.size())));
     PTB_CHECK(out.commit());
   }
+  // Until bundle.json is written, a failure leaves the old bundle: what was
+  // placed (names the old manifest does not use) goes, then the journal.
+  size_t placed = 0;
+  auto roll_back = [&](Error error) -> Status {
+    for (size_t i = 0; i < placed; ++i) (void)dir_.remove_file(outputs[i].path);
+    (void)dir_.remove_file(kJournalFileName);
+    return error;
+  };
   for (size_t i = 0; i < outputs.size(); ++i) {
     test_kill_point("rename-" + std::to_string(i + 1));
-    PTB_CHECK(outputs[i].output->commit());
+    if (auto status = outputs[i].output->commit(); !status.ok()) return roll_back(status.error());
+    ++placed;
   }
   test_kill_point("manifest");
-  PTB_CHECK(write_manifest(dir_, manifest));
+  if (auto status = write_manifest(dir_, manifest); !status.ok()) return roll_back(status.error());
   manifest_ = manifest;
   test_kill_point("cleanup");
   for (const auto& path : removed) PTB_CHECK(dir_.remove_file(path));

@@ -68,14 +68,18 @@ class BundleTransaction {
   };
   // Places the outputs (each renamed into place), writes `manifest` as
   // bundle.json, then removes `superseded` (paths relative to the folder)
-  // unless the new manifest lists them. Test kill points (test_kill_point):
-  // "journal", "rename-1".."rename-N", "manifest", "cleanup".
+  // unless the new manifest lists them. SIGINT, SIGTERM and SIGHUP wait
+  // until it has finished (DeferInterrupts); a failure before bundle.json is
+  // written removes what it placed and the journal, leaving the old bundle.
+  // Test kill points (test_kill_point): "journal", "rename-1".."rename-N",
+  // "manifest", "cleanup".
   Status commit(const std::vector<Placement>& outputs, const Manifest& manifest,
                 const std::vector<std::string>& superseded);
 
  private:
   BundleDir dir_;
   int lock_fd_ = -1;
+  int lock_cleanup_slot_ = -1;  // register_temp_at: SIGINT removes the lock file too
   bool created_ = false;
   std::optional<Manifest> manifest_;
 };
