@@ -745,3 +745,27 @@ TEST_CASE("hostile: a commit that fails (a folder squats the new file's name) le
   CHECK_FALSE(fs::exists(bundle / "other.ptd"));
   CHECK(ptb::test::read_text(bundle / "bundle.json") == before);
 }
+
+TEST_CASE("hostile: merge -o m.pte --output-data m.ptd interrupted between the two renames leaves both new, not a torn pair") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto input = [](const std::string& folder) {
+    fs::path path = fixture("cuda/" + folder);
+    return (path / "model.pte").string() + "," + (path / "aoti_cuda_blob.ptd").string();
+  };
+  std::vector<std::string> merge{"merge", "-o", (dir / "m.pte").string(), "--output-data", (dir / "m.ptd").string(),
+                                 input("sm80"), input("sm90")};
+  REQUIRE(run(merge).exit_code == 0);
+  const auto clean_pte = ptb::test::read_bytes(dir / "m.pte");
+  const auto clean_ptd = ptb::test::read_bytes(dir / "m.ptd");
+  for (const char* signal_name : {"INT", "TERM"}) {
+    CAPTURE(signal_name);
+    write_text(dir / "m.pte", "old program");
+    write_text(dir / "m.ptd", "old data");
+    auto killed = run(merge, {{"PTB_TEST_KILL_AT", "merge-pair"}, {"PTB_TEST_KILL_SIGNAL", signal_name}});
+    CHECK(killed.exit_code == 128 + (std::string(signal_name) == "INT" ? SIGINT : SIGTERM));
+    CHECK(ptb::test::read_bytes(dir / "m.pte") == clean_pte);
+    CHECK(ptb::test::read_bytes(dir / "m.ptd") == clean_ptd);
+    CHECK_FALSE(any_temporary(dir.path()));
+  }
+}
