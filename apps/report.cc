@@ -53,6 +53,10 @@ int Output::finish(std::optional<Json> body, int exit_code, const std::vector<Er
     std::cout << document.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
   }
   std::cout.flush();
+  if (!std::cout && committed_) {
+    std::fprintf(stderr, "ptbundle: warning: stdout: cannot write the report; the change was made\n");
+    return exit_code;
+  }
   if (!std::cout) {
     Error error = io_error("stdout: cannot write the report");
     print_error_line(error);

@@ -124,6 +124,10 @@ class Output {
   // Returns the error's exit code.
   int fail(const Error& error);
 
+  // The command's change is made (committed): a report that cannot be
+  // written now is a warning, and the exit code still says the change was made.
+  void committed() { committed_ = true; }
+
  private:
   static std::optional<Error> changed_input();
   std::ostream& text_stream();
@@ -131,6 +135,7 @@ class Output {
 
   std::string command_;
   bool json_;
+  bool committed_ = false;
 };
 
 // "4.0 GiB", "312 B": sizes for people. JSON output always uses bytes.

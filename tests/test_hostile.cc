@@ -769,3 +769,30 @@ TEST_CASE("hostile: merge -o m.pte --output-data m.ptd interrupted between the t
     CHECK_FALSE(any_temporary(dir.path()));
   }
 }
+
+TEST_CASE("hostile: with stdout closed, export, sign and merge refuse before changing anything") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto closed = [&](const std::vector<std::string>& args) {
+    std::string line = "exec >&- 2>" + quote(dir / "err") + "; " + quote(PTB_CLI_PATH);
+    for (const auto& arg : args) line += " " + quote(arg);
+    int status = std::system(line.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  };
+  auto bundle = dir / "bundle";
+  CHECK(closed(export_args(bundle, "enc")) == 3);
+  CHECK(mentions(ptb::test::read_text(dir / "err"), "stdout"));
+  CHECK_FALSE(fs::exists(bundle / "bundle.json"));
+  CHECK_FALSE(fs::exists(bundle / "enc.pte"));
+
+  REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+  REQUIRE(std::system(("openssl ecparam -genkey -name prime256v1 -noout -out " + quote(dir / "key.pem") + " 2>/dev/null").c_str()) == 0);
+  CHECK(closed({"sign", bundle.string(), "--key", (dir / "key.pem").string()}) == 3);
+  CHECK_FALSE(fs::exists(bundle / "bundle.sig"));
+  auto other = dir / "other";
+  REQUIRE(run({"export", "-o", other.string(), "--part", "enc=" + fixture("cuda/sm90/model.pte").string()}).exit_code == 0);
+  CHECK(closed({"merge", "-o", (dir / "merged").string(), bundle.string(), other.string(), "--json"}) == 3);
+  CHECK_FALSE(fs::exists(dir / "merged"));
+  // Nothing of ptbundle's own went to descriptor 1 either.
+  CHECK(bundle_is_clean(bundle));
+}
