@@ -796,3 +796,19 @@ TEST_CASE("hostile: with stdout closed, export, sign and merge refuse before cha
   // Nothing of ptbundle's own went to descriptor 1 either.
   CHECK(bundle_is_clean(bundle));
 }
+
+TEST_CASE("hostile: a sparse 1 TiB data file that bundle.json records as smaller is refused without being hashed") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto bundle = dir / "bundle";
+  REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+  REQUIRE(::truncate((bundle / "enc.ptd").c_str(), off_t{1} << 40) == 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto verified = run({"verify", bundle.string(), "--gpu", "none", "--json"}, {}, 120);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(verified.exit_code == 1);
+  CHECK(mentions(verified.out, "1099511627776 bytes; bundle.json records"));
+  CHECK(nlohmann::json::accept(verified.out));
+  // Hashing it took ~30 s (15 s per 512 GiB of holes); comparing sizes, milliseconds.
+  CHECK_MESSAGE(seconds < 5, seconds);
+}
