@@ -797,6 +797,21 @@ TEST_CASE("hostile: with stdout closed, export, sign and merge refuse before cha
   CHECK(bundle_is_clean(bundle));
 }
 
+TEST_CASE("hostile: a merged bundle folder gets the mode an exported one gets") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto a = dir / "a";
+  auto b = dir / "b";
+  REQUIRE(run({"export", "-o", a.string(), "--part", "enc=" + fixture("cuda/sm80/model.pte").string()}).exit_code == 0);
+  REQUIRE(run({"export", "-o", b.string(), "--part", "enc=" + fixture("cuda/sm90/model.pte").string()}).exit_code == 0);
+  auto merged = run({"merge", "-o", (dir / "out").string(), a.string(), b.string()});
+  REQUIRE_MESSAGE(merged.exit_code == 0, merged.err);
+  struct stat exported {}, made {};
+  REQUIRE(::stat(a.c_str(), &exported) == 0);
+  REQUIRE(::stat((dir / "out").c_str(), &made) == 0);
+  CHECK((made.st_mode & 07777) == (exported.st_mode & 07777));
+}
+
 TEST_CASE("hostile: a sparse 1 TiB data file that bundle.json records as smaller is refused without being hashed") {
   PTB_REQUIRE_FIXTURES();
   TempDir dir;
