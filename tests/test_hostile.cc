@@ -812,6 +812,30 @@ TEST_CASE("hostile: a merged bundle folder gets the mode an exported one gets") 
   CHECK((made.st_mode & 07777) == (exported.st_mode & 07777));
 }
 
+TEST_CASE("hostile: sign --output into a bundle signed already is refused; verify without a key says the signer is only claimed") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto bundle = dir / "bundle";
+  REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+  REQUIRE(std::system(("openssl ecparam -genkey -name prime256v1 -noout -out " + quote(dir / "key.pem") +
+                       " 2>/dev/null && openssl ec -in " + quote(dir / "key.pem") + " -pubout -out " +
+                       quote(dir / "pub.pem") + " 2>/dev/null").c_str()) == 0);
+  REQUIRE(run({"sign", bundle.string(), "--key", (dir / "key.pem").string()}).exit_code == 0);
+  auto second = run({"sign", bundle.string(), "--key", (dir / "key.pem").string(), "--output", "alt.sig"});
+  CHECK(second.exit_code == 1);
+  CHECK(mentions(second.err, "bundle.sig"));
+  CHECK_FALSE(fs::exists(bundle / "alt.sig"));
+  CHECK(run({"verify", bundle.string(), "--gpu", "none", "--key", (dir / "pub.pem").string()}).exit_code == 0);
+  // Signing into the same file again is fine.
+  CHECK(run({"sign", bundle.string(), "--key", (dir / "key.pem").string(), "--output", "bundle.sig"}).exit_code == 0);
+
+  auto unkeyed = run({"verify", bundle.string(), "--gpu", "none"});
+  CHECK(unkeyed.exit_code == 0);
+  CHECK_FALSE(mentions(unkeyed.out, ": signed by the key"));
+  CHECK(mentions(unkeyed.out, "claims to be signed by the key with fingerprint"));
+  CHECK(mentions(unkeyed.out, "not checked: no key given"));
+}
+
 TEST_CASE("hostile: a sparse 1 TiB data file that bundle.json records as smaller is refused without being hashed") {
   PTB_REQUIRE_FIXTURES();
   TempDir dir;
