@@ -140,6 +140,7 @@ int run_export(const ExportArgs& args, Output& out) {
   line.finish();
   if (!result) return out.fail(result.error());
   report_removed_signatures(result->removed_signatures);
+  out.committed();
   return out.print(model_of(*result));
 }
 

@@ -124,6 +124,7 @@ int run_file_merge(const MergeOptions& options, Output& out) {
     std::fprintf(stderr, "ptbundle: wrote %s%s%s (%zu variants per CUDA delegate)\n", result->output_pte.c_str(),
                  result->output_ptd.empty() ? "" : " and ", result->output_ptd.c_str(), result->variants.size());
   }
+  out.committed();
   return out.print(model_of(*result));
 }
 
@@ -182,6 +183,7 @@ int run_bundle_merge(const MergeOptions& options, Output& out) {
   if (!out.json()) {
     std::fprintf(stderr, "ptbundle: wrote the bundle %s (%zu parts)\n", result->output_dir.c_str(), result->parts.size());
   }
+  out.committed();
   return out.print(model_of(*result));
 }
 

@@ -81,6 +81,7 @@ int run_sign(const SignArgs& args, Output& out) {
   options.output_name = args.output;
   auto result = sign_bundle(options);
   if (!result) return out.fail(result.error());
+  out.committed();
   return out.print(model_of(*result));
 }
 

@@ -151,10 +151,13 @@ void render_text(std::ostream& out, const VerifyModel& model) {
     }
     if (path.signature) {
       const SignatureSummary& signature = path.signature->summary;
-      out << "signature " << *signature.file << ": key fingerprint " << signature.key_fingerprint.value_or("(none)")
-          << (signature.verified ? ", verified with " + *signature.key
-              : signature.key    ? ", verified with " + *signature.key + ", but the files differ from it"
-                                 : std::string(", not verified"))
+      // Unverified, the fingerprint is only what the file claims.
+      const std::string fingerprint = signature.key_fingerprint.value_or("(none)");
+      out << "signature " << *signature.file << ": "
+          << (signature.verified ? "key fingerprint " + fingerprint + ", verified with " + *signature.key
+              : signature.key    ? "key fingerprint " + fingerprint + ", verified with " + *signature.key +
+                                    ", but the files differ from it"
+                                 : "claims key fingerprint " + fingerprint + " (from the file), not verified")
           << '\n';
     }
     const Tally& tally = path.tally;

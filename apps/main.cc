@@ -1,5 +1,7 @@
 // ptbundle: package PyTorch models compiled ahead of time for NVIDIA GPUs into
 // bundles that can be checked before they are loaded.
+#include <fcntl.h>
+
 #include <cctype>
 #include <string_view>
 #include <vector>
@@ -35,6 +37,22 @@ std::string lowered(std::string message) {
   return message;
 }
 
+// Whether fd 1 can take the report. A closed stdout (`>&-`) is filled with
+// /dev/null first: the next file ptbundle opens would otherwise get
+// descriptor 1, and the report would be written into it.
+bool stdout_usable() {
+  int flags = ::fcntl(1, F_GETFL);
+  if (flags < 0) {
+    int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null_fd >= 0 && null_fd != 1) {
+      ::dup2(null_fd, 1);
+      ::close(null_fd);
+    }
+    return false;
+  }
+  return (flags & O_ACCMODE) != O_RDONLY;
+}
+
 std::string command_names(const std::vector<Command>& commands) {
   std::string names;
   for (const Command& command : commands) names += (names.empty() ? "" : ", ") + command.app->get_name();
@@ -46,6 +64,9 @@ std::string command_names(const std::vector<Command>& commands) {
 
 int main(int argc, char** argv) {
   using namespace ptb::app;
+  // Checked before any command runs, so that a command never makes a change
+  // and then fails to say so (exit 3 after a commit).
+  const bool stdout_ok = stdout_usable();
   CLI::App root{
       "ptbundle packages PyTorch models compiled ahead of time for NVIDIA GPUs\n"
       "(ExecuTorch .pte/.ptd programs and AOTInductor .pt2 packages) into bundles\n"
@@ -90,6 +111,10 @@ int main(int argc, char** argv) {
     if (!command.app->parsed()) continue;
     const CLI::Option* json = command.app->get_option_no_throw("--json");
     Output out(command.app->get_name(), json && json->count() > 0);
+    if (!stdout_ok) {
+      return out.fail(ptb::io_error("stdout: closed or not open for writing; expected somewhere to write the report "
+                                    "(nothing was done)"));
+    }
     return command.action(out);
   }
   return Output("", false).fail(ptb::usage_error("no command given; see ptbundle --help"));

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "ptbundle/base/mapping_guard.h"
+
 namespace ptb::app {
 namespace {
 
@@ -30,6 +32,11 @@ const char* error_kind_name(ErrorKind kind) {
 
 std::ostream& Output::text_stream() { return std::cout; }
 
+std::optional<Error> Output::changed_input() {
+  if (auto changed = changed_mapped_file()) return changed_while_read(*changed);
+  return std::nullopt;
+}
+
 int Output::finish(std::optional<Json> body, int exit_code, const std::vector<Error>& errors) {
   for (const Error& error : errors) print_error_line(error);
   if (json_) {
@@ -46,6 +53,10 @@ int Output::finish(std::optional<Json> body, int exit_code, const std::vector<Er
     std::cout << document.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
   }
   std::cout.flush();
+  if (!std::cout && committed_) {
+    std::fprintf(stderr, "ptbundle: warning: stdout: cannot write the report; the change was made\n");
+    return exit_code;
+  }
   if (!std::cout) {
     Error error = io_error("stdout: cannot write the report");
     print_error_line(error);
@@ -54,7 +65,12 @@ int Output::finish(std::optional<Json> body, int exit_code, const std::vector<Er
   return exit_code;
 }
 
-int Output::fail(const Error& error) { return finish(std::nullopt, static_cast<int>(error.kind), {error}); }
+int Output::fail(const Error& error) {
+  // What went wrong may be only a symptom of an input that shrank under us.
+  if (auto changed = changed_input(); changed && changed->message != error.message)
+    return finish(std::nullopt, static_cast<int>(changed->kind), {*changed, error});
+  return finish(std::nullopt, static_cast<int>(error.kind), {error});
+}
 
 std::string human_size(uint64_t bytes) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};

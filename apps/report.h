@@ -110,8 +110,11 @@ class Output {
   // The report (JSON, or render_text for people) and `errors`, each also one
   // "ptbundle: error:" line on stderr, then exit_code; an unwritable stdout
   // is an I/O error.
+  // A report computed while an input shrank under us (mapping_guard.cc) is
+  // not printed: the error naming that file is, instead.
   template <class Model>
   int print(const Model& model, int exit_code = 0, const std::vector<Error>& errors = {}) {
+    if (auto changed = changed_input()) return fail(*changed);
     if (json_) return finish(to_json(model), exit_code, errors);
     render_text(text_stream(), model);
     return finish(std::nullopt, exit_code, errors);
@@ -121,12 +124,18 @@ class Output {
   // Returns the error's exit code.
   int fail(const Error& error);
 
+  // The command's change is made (committed): a report that cannot be
+  // written now is a warning, and the exit code still says the change was made.
+  void committed() { committed_ = true; }
+
  private:
+  static std::optional<Error> changed_input();
   std::ostream& text_stream();
   int finish(std::optional<Json> body, int exit_code, const std::vector<Error>& errors);
 
   std::string command_;
   bool json_;
+  bool committed_ = false;
 };
 
 // "4.0 GiB", "312 B": sizes for people. JSON output always uses bytes.

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -22,6 +23,7 @@
 #include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/npy.h"
 #include "ptbundle/base/file.h"
+#include "ptbundle/base/mapping_guard.h"
 #include "ptbundle/base/sha256.h"
 #include "support.h"
 
@@ -101,6 +103,12 @@ Child run(const std::vector<std::string>& args, const std::map<std::string, std:
 }
 
 bool mentions(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  REQUIRE(out.good());
+}
 
 std::vector<std::string> export_args(const fs::path& bundle, const std::string& part, const std::vector<std::string>& extra = {}) {
   std::vector<std::string> args{"export", "-o", bundle.string(), "--part", part + "=" + fixture("cuda/sm80/model.pte").string()};
@@ -570,4 +578,276 @@ TEST_CASE("hostile: an interrupted merge leaves its staging folder only until th
   CHECK_MESSAGE(done.exit_code == 0, done.err);
   CHECK(staging_folders() == 0);
   CHECK(run({"verify", (dir / "out").string(), "--gpu", "none"}).exit_code == 0);
+}
+
+TEST_CASE("hostile: merge never removes, and verify never names, a user's folder that looks like a staging folder") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto a = dir / "a";
+  auto b = dir / "b";
+  REQUIRE(run({"export", "-o", a.string(), "--part", "enc=" + fixture("cuda/sm80/model.pte").string()}).exit_code == 0);
+  REQUIRE(run({"export", "-o", b.string(), "--part", "enc=" + fixture("cuda/sm90/model.pte").string()}).exit_code == 0);
+  // A user's notes, one under a name only mkdtemp's pattern would give, and
+  // one with a marker but under a name mkdtemp never makes.
+  for (const char* name : {".out.merge-notes", ".out.merge-AbC123", ".out.merge-x"}) {
+    fs::create_directories(dir / name);
+    write_text(dir / name / "notes.txt", "mine\n");
+  }
+  write_text(dir / ".out.merge-x" / kStagingMarkerName, kStagingMarkerText);
+  auto merged = run({"merge", "-o", (dir / "out").string(), a.string(), b.string()});
+  CHECK_MESSAGE(merged.exit_code == 0, merged.err);
+  for (const char* name : {".out.merge-notes", ".out.merge-AbC123", ".out.merge-x"}) {
+    CAPTURE(name);
+    CHECK(fs::exists(dir / name / "notes.txt"));
+  }
+  CHECK_FALSE(fs::exists(dir / "out" / kStagingMarkerName));
+  auto verified = run({"verify", (dir / "out").string(), "--gpu", "none", "--json"});
+  CHECK_MESSAGE(verified.exit_code == 0, verified.out);
+  CHECK_FALSE(mentions(verified.out, ".out.merge-"));
+}
+
+TEST_CASE("hostile: a mapped file that shrinks reads as zeros, is named as changed, and nothing made from it is committed") {
+  // Whatever happens below, the rest of this process is not taken for one
+  // that read a changed file.
+  struct Forget {
+    ~Forget() { forget_changed_mapped_files(); }
+  } forget;
+  TempDir dir;
+  auto path = dir / "shrinks.bin";
+  write_text(path, std::string(64 << 10, 'x'));
+  auto file = MappedFile::open(path.string());
+  REQUIRE(file.ok());
+  REQUIRE(::truncate(path.c_str(), 4096) == 0);
+  // Past the new end: without the guard, SIGBUS.
+  CHECK(file->bytes()[file->size() - 1] == 0);
+  std::string digest = sha256_mapped_range(*file, 0, file->size());
+  CHECK(digest.size() == 64);
+  auto status = check_unchanged(*file);
+  REQUIRE_FALSE(status.ok());
+  CHECK(mentions(status.error().message, path.string() + ": changed while being read"));
+  REQUIRE(changed_mapped_file().has_value());
+  CHECK(*changed_mapped_file() == path.string());
+  {
+    auto out = AtomicOutput::create((dir / "made.bin").string());
+    REQUIRE(out.ok());
+    REQUIRE(out->write(file->bytes().subspan(0, 16)).ok());
+    auto committed = out->commit();
+    CHECK_FALSE(committed.ok());
+    if (!committed.ok()) CHECK(mentions(committed.error().message, "changed while being read"));
+  }
+  CHECK_FALSE(fs::exists(dir / "made.bin"));
+  CHECK(names_in(dir.path()) == std::vector<std::string>{"shrinks.bin"});
+  file = MappedFile();
+  forget_changed_mapped_files();
+  CHECK_FALSE(changed_mapped_file().has_value());
+}
+
+TEST_CASE("hostile: a file that shrinks right after it is mapped crashes no command; each names it, --json gives one document") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto pristine = dir / "pristine";
+  auto other = dir / "other";
+  REQUIRE(run({"export", "-o", pristine.string(), "--part", "enc=" + fixture("cuda/sm80/model.pte").string()}).exit_code == 0);
+  REQUIRE(run({"export", "-o", other.string(), "--part", "enc=" + fixture("cuda/sm90/model.pte").string()}).exit_code == 0);
+  REQUIRE(std::system(("openssl ecparam -genkey -name prime256v1 -noout -out " + quote(dir / "key.pem") + " 2>/dev/null").c_str()) == 0);
+  auto fresh = [&](const fs::path& to) {
+    fs::remove_all(to);
+    fs::copy(pristine, to, fs::copy_options::recursive);
+    return to.string();
+  };
+  struct Case {
+    std::string name;
+    std::vector<std::string> args;
+    std::string shrinks;
+  };
+  fs::copy_file(fixture("cuda/sm80/model.pte"), dir / "input.pte");
+  std::vector<Case> cases{
+      {"inspect", {"inspect", fresh(dir / "b1"), "--json"}, "enc.pte"},
+      {"verify", {"verify", fresh(dir / "b2"), "--gpu", "none", "--json"}, "enc.pte"},
+      {"verify data", {"verify", fresh(dir / "b3"), "--gpu", "none", "--json"}, "enc.ptd"},
+      {"sign", {"sign", fresh(dir / "b4"), "--key", (dir / "key.pem").string(), "--json"}, "bundle.json"},
+      {"merge", {"merge", "-o", (dir / "merged").string(), fresh(dir / "b5"), other.string(), "--json"}, "enc.ptd"},
+      {"export", {"export", "-o", (dir / "exported").string(), "--part", "enc=" + (dir / "input.pte").string(), "--json"},
+       "input.pte"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    auto child = run(c.args, {{"PTB_TEST_SHRINK_AFTER_MAP", c.shrinks}});
+    CHECK(child.exit_code != 128 + SIGBUS);
+    CHECK(child.exit_code == 3);
+    CHECK_MESSAGE(mentions(child.err, "changed while being read"), child.err);
+    CHECK(mentions(child.err, c.shrinks));
+    CHECK(nlohmann::json::accept(child.out));
+  }
+  CHECK_FALSE(fs::exists(dir / "merged"));
+  CHECK_FALSE(fs::exists(dir / "exported" / "bundle.json"));
+  CHECK_FALSE(fs::exists(dir / "b4" / "bundle.sig"));
+}
+
+namespace {
+
+bool bundle_is_clean(const fs::path& bundle) {
+  return !fs::exists(bundle / kLockFileName) && !fs::exists(bundle / kJournalFileName) && !any_temporary(bundle);
+}
+
+}  // namespace
+
+TEST_CASE("hostile: SIGINT or SIGTERM at any step of an export's commit leaves no lock, journal or temporary file") {
+  PTB_REQUIRE_FIXTURES();
+  for (const std::string step : {"journal", "rename-1", "rename-2", "manifest", "cleanup"}) {
+    for (const char* signal_name : {"INT", "TERM"}) {
+      CAPTURE(step);
+      CAPTURE(signal_name);
+      TempDir dir;
+      auto bundle = dir / "bundle";
+      REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+      auto killed = run(export_args(bundle, "enc", {"--force"}), {{"PTB_TEST_KILL_AT", step}, {"PTB_TEST_KILL_SIGNAL", signal_name}});
+      CHECK(killed.exit_code == 128 + (std::string(signal_name) == "INT" ? SIGINT : SIGTERM));
+      CHECK_MESSAGE(bundle_is_clean(bundle), ptb::test::quote(bundle));
+      auto verified = run({"verify", bundle.string(), "--gpu", "none", "--json"});
+      CHECK_MESSAGE(verified.exit_code == 0, verified.out);
+      CHECK_FALSE(mentions(verified.out, "\"warn\""));
+    }
+  }
+}
+
+TEST_CASE("hostile: SIGINT at a random moment of an export leaves the bundle verifying with nothing left behind") {
+  PTB_REQUIRE_FIXTURES();
+  std::mt19937 random(22);
+  for (int round = 0; round < 8; ++round) {
+    TempDir dir;
+    auto bundle = dir / "bundle";
+    REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+    Running child(mlp_export_args(bundle, fixture("aoti/mlp_et.pt2")));
+    std::this_thread::sleep_for(std::chrono::milliseconds(random() % 400));
+    ::kill(child.pid(), SIGINT);
+    auto done = child.wait();
+    CAPTURE(round);
+    CHECK((done.exit_code == 0 || done.exit_code == 128 + SIGINT));
+    CHECK(bundle_is_clean(bundle));
+    auto verified = run({"verify", bundle.string(), "--gpu", "none", "--json"});
+    CHECK_MESSAGE(verified.exit_code == 0, verified.out);
+    CHECK_FALSE(mentions(verified.out, "\"warn\""));
+  }
+}
+
+TEST_CASE("hostile: a commit that fails (a folder squats the new file's name) leaves the old bundle and no journal") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto bundle = dir / "bundle";
+  REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+  const std::string before = ptb::test::read_text(bundle / "bundle.json");
+  fs::create_directory(bundle / "other.pte");
+  auto failed = run(export_args(bundle, "other", {"--force"}));
+  CHECK(failed.exit_code == 3);
+  CHECK(mentions(failed.err, "other.pte"));
+  CHECK(bundle_is_clean(bundle));
+  CHECK_FALSE(fs::exists(bundle / "other.ptd"));
+  CHECK(ptb::test::read_text(bundle / "bundle.json") == before);
+}
+
+TEST_CASE("hostile: merge -o m.pte --output-data m.ptd interrupted between the two renames leaves both new, not a torn pair") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto input = [](const std::string& folder) {
+    fs::path path = fixture("cuda/" + folder);
+    return (path / "model.pte").string() + "," + (path / "aoti_cuda_blob.ptd").string();
+  };
+  std::vector<std::string> merge{"merge", "-o", (dir / "m.pte").string(), "--output-data", (dir / "m.ptd").string(),
+                                 input("sm80"), input("sm90")};
+  REQUIRE(run(merge).exit_code == 0);
+  const auto clean_pte = ptb::test::read_bytes(dir / "m.pte");
+  const auto clean_ptd = ptb::test::read_bytes(dir / "m.ptd");
+  for (const char* signal_name : {"INT", "TERM"}) {
+    CAPTURE(signal_name);
+    write_text(dir / "m.pte", "old program");
+    write_text(dir / "m.ptd", "old data");
+    auto killed = run(merge, {{"PTB_TEST_KILL_AT", "merge-pair"}, {"PTB_TEST_KILL_SIGNAL", signal_name}});
+    CHECK(killed.exit_code == 128 + (std::string(signal_name) == "INT" ? SIGINT : SIGTERM));
+    CHECK(ptb::test::read_bytes(dir / "m.pte") == clean_pte);
+    CHECK(ptb::test::read_bytes(dir / "m.ptd") == clean_ptd);
+    CHECK_FALSE(any_temporary(dir.path()));
+  }
+}
+
+TEST_CASE("hostile: with stdout closed, export, sign and merge refuse before changing anything") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto closed = [&](const std::vector<std::string>& args) {
+    std::string line = "exec >&- 2>" + quote(dir / "err") + "; " + quote(PTB_CLI_PATH);
+    for (const auto& arg : args) line += " " + quote(arg);
+    int status = std::system(line.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  };
+  auto bundle = dir / "bundle";
+  CHECK(closed(export_args(bundle, "enc")) == 3);
+  CHECK(mentions(ptb::test::read_text(dir / "err"), "stdout"));
+  CHECK_FALSE(fs::exists(bundle / "bundle.json"));
+  CHECK_FALSE(fs::exists(bundle / "enc.pte"));
+
+  REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+  REQUIRE(std::system(("openssl ecparam -genkey -name prime256v1 -noout -out " + quote(dir / "key.pem") + " 2>/dev/null").c_str()) == 0);
+  CHECK(closed({"sign", bundle.string(), "--key", (dir / "key.pem").string()}) == 3);
+  CHECK_FALSE(fs::exists(bundle / "bundle.sig"));
+  auto other = dir / "other";
+  REQUIRE(run({"export", "-o", other.string(), "--part", "enc=" + fixture("cuda/sm90/model.pte").string()}).exit_code == 0);
+  CHECK(closed({"merge", "-o", (dir / "merged").string(), bundle.string(), other.string(), "--json"}) == 3);
+  CHECK_FALSE(fs::exists(dir / "merged"));
+  // Nothing of ptbundle's own went to descriptor 1 either.
+  CHECK(bundle_is_clean(bundle));
+}
+
+TEST_CASE("hostile: a merged bundle folder gets the mode an exported one gets") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto a = dir / "a";
+  auto b = dir / "b";
+  REQUIRE(run({"export", "-o", a.string(), "--part", "enc=" + fixture("cuda/sm80/model.pte").string()}).exit_code == 0);
+  REQUIRE(run({"export", "-o", b.string(), "--part", "enc=" + fixture("cuda/sm90/model.pte").string()}).exit_code == 0);
+  auto merged = run({"merge", "-o", (dir / "out").string(), a.string(), b.string()});
+  REQUIRE_MESSAGE(merged.exit_code == 0, merged.err);
+  struct stat exported {}, made {};
+  REQUIRE(::stat(a.c_str(), &exported) == 0);
+  REQUIRE(::stat((dir / "out").c_str(), &made) == 0);
+  CHECK((made.st_mode & 07777) == (exported.st_mode & 07777));
+}
+
+TEST_CASE("hostile: sign --output into a bundle signed already is refused; verify without a key says the signer is only claimed") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto bundle = dir / "bundle";
+  REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+  REQUIRE(std::system(("openssl ecparam -genkey -name prime256v1 -noout -out " + quote(dir / "key.pem") +
+                       " 2>/dev/null && openssl ec -in " + quote(dir / "key.pem") + " -pubout -out " +
+                       quote(dir / "pub.pem") + " 2>/dev/null").c_str()) == 0);
+  REQUIRE(run({"sign", bundle.string(), "--key", (dir / "key.pem").string()}).exit_code == 0);
+  auto second = run({"sign", bundle.string(), "--key", (dir / "key.pem").string(), "--output", "alt.sig"});
+  CHECK(second.exit_code == 1);
+  CHECK(mentions(second.err, "bundle.sig"));
+  CHECK_FALSE(fs::exists(bundle / "alt.sig"));
+  CHECK(run({"verify", bundle.string(), "--gpu", "none", "--key", (dir / "pub.pem").string()}).exit_code == 0);
+  // Signing into the same file again is fine.
+  CHECK(run({"sign", bundle.string(), "--key", (dir / "key.pem").string(), "--output", "bundle.sig"}).exit_code == 0);
+
+  auto unkeyed = run({"verify", bundle.string(), "--gpu", "none"});
+  CHECK(unkeyed.exit_code == 0);
+  CHECK_FALSE(mentions(unkeyed.out, ": signed by the key"));
+  CHECK(mentions(unkeyed.out, "claims to be signed by the key with fingerprint"));
+  CHECK(mentions(unkeyed.out, "not checked: no key given"));
+}
+
+TEST_CASE("hostile: a sparse 1 TiB data file that bundle.json records as smaller is refused without being hashed") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto bundle = dir / "bundle";
+  REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+  REQUIRE(::truncate((bundle / "enc.ptd").c_str(), off_t{1} << 40) == 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto verified = run({"verify", bundle.string(), "--gpu", "none", "--json"}, {}, 120);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(verified.exit_code == 1);
+  CHECK(mentions(verified.out, "1099511627776 bytes; bundle.json records"));
+  CHECK(nlohmann::json::accept(verified.out));
+  // Hashing it took ~30 s (15 s per 512 GiB of holes); comparing sizes, milliseconds.
+  CHECK_MESSAGE(seconds < 5, seconds);
 }

@@ -11,6 +11,9 @@
 #include <random>
 #include <vector>
 
+#include "ptbundle/base/interrupt.h"
+#include "ptbundle/base/mapping_guard.h"
+
 namespace ptb {
 namespace {
 
@@ -76,6 +79,8 @@ Result<MappedFile> MappedFile::from_fd(int fd, const std::string& path) {
     void* data = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (data == MAP_FAILED) return io_error(path + ": cannot map: " + errno_text());
     file.data_ = static_cast<const uint8_t*>(data);
+    guard_mapping(data, file.size_, path);
+    test_shrink_point(path);
   }
   return file;
 }
@@ -86,6 +91,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
     // Not this->~MappedFile(): that would also end path_'s lifetime, and the
     // assignment below would then write into a destroyed string.
+    unguard_mapping(data_);
     if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
     if (fd_ >= 0) ::close(fd_);
     path_ = std::move(other.path_);
@@ -97,6 +103,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 }
 
 MappedFile::~MappedFile() {
+  unguard_mapping(data_);
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
   if (fd_ >= 0) ::close(fd_);
   data_ = nullptr;
@@ -155,7 +162,9 @@ Result<AtomicOutput> AtomicOutput::create_at(int dir_fd, const std::string& dir_
     out.fd_ = fd;
     out.temp_name_ = temp;
     out.temp_path_ = dir_text + "/" + temp;
-    out.cleanup_slot_ = register_temp_path(out.temp_path_);
+    // By descriptor and name: removed on SIGINT even where the full path is
+    // longer than PATH_MAX.
+    out.cleanup_slot_ = register_temp_at(dir_fd, temp);
     return out;
   }
   return io_error(dir_text + "/" + name + ": cannot create a temporary file beside it: every name tried exists");
@@ -225,6 +234,8 @@ Status AtomicOutput::copy_from(const MappedFile& source, uint64_t offset, uint64
     size_t chunk = left > (1u << 30) ? (1u << 30) : static_cast<size_t>(left);
     ssize_t n = ::copy_file_range(source.fd(), &in, fd_, nullptr, chunk, 0);
     if (n < 0 && errno == EINTR) continue;
+    // The source ended early: it shrank after it was mapped.
+    if (n == 0) PTB_CHECK(check_unchanged(source));
     if (n <= 0) {
       // Across file systems, or a kernel without the call: plain write from
       // the mapping, which is still streamed (the page cache does the reading).
@@ -240,6 +251,13 @@ Status AtomicOutput::copy_from(const MappedFile& source, uint64_t offset, uint64
 
 Status AtomicOutput::commit() {
   if (fd_ < 0) return io_error(final_path_ + ": output already closed");
+  // Made from an input that shrank while read (zeros where its bytes were):
+  // never put in place.
+  if (auto changed = changed_mapped_file()) {
+    Error error = changed_while_read(*changed);
+    error.message += "; not writing " + final_path_;
+    return error;
+  }
   if (::fsync(fd_) != 0) return io_error(final_path_ + ": fsync failed: " + errno_text());
   if (::close(fd_) != 0) {
     fd_ = -1;

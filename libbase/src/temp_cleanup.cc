@@ -2,6 +2,8 @@
 // The handler may run at any instruction of any thread, so it touches only a
 // fixed table (no allocation, no locks) and calls only async-signal-safe
 // functions (open, getdents64, unlinkat, rmdir, close, signal, raise).
+// Inside a DeferInterrupts section the handler only records the signal; the
+// section's end acts on it (interrupt.h).
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -14,6 +16,7 @@
 #include <cstring>
 
 #include "ptbundle/base/file.h"
+#include "ptbundle/base/interrupt.h"
 
 namespace ptb {
 namespace {
@@ -26,11 +29,14 @@ enum : int { kFree = 0, kFilling = 1, kReady = 2 };
 struct Slot {
   std::atomic<int> state{kFree};
   bool folder = false;
+  int dir_fd = -1;  // >= 0: `path` is a name inside this folder
   char path[kPathBytes];
 };
 
 Slot slots[kSlots];
 std::atomic<bool> installed{false};
+std::atomic<int> defer_depth{0};
+std::atomic<int> deferred_signal{0};
 
 size_t text_length(const char* text) {
   size_t n = 0;
@@ -84,16 +90,27 @@ void remove_tree(const char* path, int depth) {
   ::rmdir(path);
 }
 
-void on_signal(int signal_number) {
-  int saved = errno;
+void remove_registered() {
   for (Slot& slot : slots) {
     if (slot.state.load(std::memory_order_acquire) != kReady) continue;
-    if (slot.folder) remove_tree(slot.path, 2);
+    if (slot.dir_fd >= 0) ::unlinkat(slot.dir_fd, slot.path, 0);
+    else if (slot.folder) remove_tree(slot.path, 2);
     else ::unlink(slot.path);
   }
+}
+
+void on_signal(int signal_number) {
+  if (defer_depth.load(std::memory_order_acquire) > 0) {
+    // A commit is renaming files into place: it finishes first.
+    deferred_signal.store(signal_number, std::memory_order_release);
+    return;
+  }
+  int saved = errno;
+  remove_registered();
   errno = saved;
-  // SA_RESETHAND restored the default action; the signal is delivered again
-  // when the handler returns, so the exit status says what stopped us.
+  // The default action again; the signal is delivered again when the handler
+  // returns, so the exit status says what stopped us.
+  ::signal(signal_number, SIG_DFL);
   ::raise(signal_number);
 }
 
@@ -106,7 +123,7 @@ void install() {
     struct sigaction action {};
     action.sa_handler = on_signal;
     ::sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESETHAND;
+    action.sa_flags = 0;
     ::sigaction(signal_number, &action, nullptr);
   }
 }
@@ -127,10 +144,37 @@ int register_temp_path(const std::string& path, bool folder) {
     if (!slots[i].state.compare_exchange_strong(expected, kFilling)) continue;
     std::memcpy(slots[i].path, absolute.c_str(), absolute.size() + 1);
     slots[i].folder = folder;
+    slots[i].dir_fd = -1;
     slots[i].state.store(kReady, std::memory_order_release);
     return i;
   }
   return -1;
+}
+
+int register_temp_at(int dir_fd, const std::string& name) {
+  install();
+  if (dir_fd < 0 || name.empty() || name.size() > NAME_MAX) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    int expected = kFree;
+    if (!slots[i].state.compare_exchange_strong(expected, kFilling)) continue;
+    std::memcpy(slots[i].path, name.c_str(), name.size() + 1);
+    slots[i].folder = false;
+    slots[i].dir_fd = dir_fd;
+    slots[i].state.store(kReady, std::memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
+DeferInterrupts::DeferInterrupts() {
+  install();
+  defer_depth.fetch_add(1, std::memory_order_acq_rel);
+}
+
+DeferInterrupts::~DeferInterrupts() {
+  if (defer_depth.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  int signal_number = deferred_signal.exchange(0, std::memory_order_acq_rel);
+  if (signal_number != 0) on_signal(signal_number);
 }
 
 void unregister_temp_path(int slot) {

@@ -12,6 +12,8 @@
 #include <set>
 #include <thread>
 
+#include "ptbundle/base/interrupt.h"
+
 namespace ptb {
 namespace {
 
@@ -155,6 +157,7 @@ Result<BundleTransaction> BundleTransaction::begin(const std::string& bundle_dir
     if (::fstatat(t.dir_.fd(), kLockFileName, &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_ino == held.st_ino &&
         named.st_dev == held.st_dev) {
       t.lock_fd_ = fd;
+      t.lock_cleanup_slot_ = register_temp_at(t.dir_.fd(), kLockFileName);
       break;
     }
     ::close(fd);
@@ -178,7 +181,9 @@ BundleTransaction& BundleTransaction::operator=(BundleTransaction&& other) noexc
   if (this != &other) {
     if (lock_fd_ >= 0) ::close(lock_fd_);
     dir_ = std::move(other.dir_);
+    unregister_temp_path(std::exchange(lock_cleanup_slot_, -1));
     lock_fd_ = std::exchange(other.lock_fd_, -1);
+    lock_cleanup_slot_ = std::exchange(other.lock_cleanup_slot_, -1);
     created_ = other.created_;
     manifest_ = std::move(other.manifest_);
   }
@@ -186,6 +191,7 @@ BundleTransaction& BundleTransaction::operator=(BundleTransaction&& other) noexc
 }
 
 BundleTransaction::~BundleTransaction() {
+  unregister_temp_path(std::exchange(lock_cleanup_slot_, -1));
   if (lock_fd_ < 0) return;
   // The lock file goes with the lock, so a bundle holds no trace of it; a
   // writer waiting on the removed file finds the name gone and starts over.
@@ -200,6 +206,7 @@ void BundleTransaction::remove_if_unused() {
   for (const auto& name : *names) {
     if (name != kLockFileName && name != kTestcaseFolder) return;
   }
+  unregister_temp_path(std::exchange(lock_cleanup_slot_, -1));
   ::unlinkat(dir_.fd(), kTestcaseFolder, AT_REMOVEDIR);  // only when empty
   ::unlinkat(dir_.fd(), kLockFileName, 0);
   ::rmdir(dir_.path().c_str());  // fails while a waiting writer has put its own lock file there
@@ -213,6 +220,9 @@ Status BundleTransaction::commit(const std::vector<Placement>& outputs, const Ma
   for (const auto& path : superseded)
     if (!listed.count(path)) removed.push_back(path);
 
+  // An interruption waits for the commit: the bundle then is the new one,
+  // with no journal, and the signal is acted on when this returns.
+  DeferInterrupts defer;
   test_kill_point("journal");
   // Appended piece by piece: GCC 12 -O2 reports a false -Wstringop-overflow
   // for string + "\n" here.
@@ -231,44 +241,121 @@ Status BundleTransaction::commit(const std::vector<Placement>& outputs, const Ma
     PTB_CHECK(out.write(Bytes(reinterpret_cast<const uint8_t*>(journal.data()), journal.size())));
     PTB_CHECK(out.commit());
   }
+  // Until bundle.json is written, a failure leaves the old bundle: what was
+  // placed (names the old manifest does not use) goes, then the journal.
+  size_t placed = 0;
+  auto roll_back = [&](Error error) -> Status {
+    for (size_t i = 0; i < placed; ++i) (void)dir_.remove_file(outputs[i].path);
+    (void)dir_.remove_file(kJournalFileName);
+    return error;
+  };
   for (size_t i = 0; i < outputs.size(); ++i) {
     test_kill_point("rename-" + std::to_string(i + 1));
-    PTB_CHECK(outputs[i].output->commit());
+    if (auto status = outputs[i].output->commit(); !status.ok()) return roll_back(status.error());
+    ++placed;
   }
   test_kill_point("manifest");
-  PTB_CHECK(write_manifest(dir_, manifest));
+  if (auto status = write_manifest(dir_, manifest); !status.ok()) return roll_back(status.error());
   manifest_ = manifest;
   test_kill_point("cleanup");
   for (const auto& path : removed) PTB_CHECK(dir_.remove_file(path));
   return dir_.remove_file(kJournalFileName);
 }
 
-std::vector<std::string> find_stale_staging(const std::string& output_dir) {
-  std::vector<std::string> out;
+namespace {
+
+// mkdtemp's suffix: six of [A-Za-z0-9].
+bool is_staging_name(const std::string& name, const std::string& prefix) {
+  if (name.size() != prefix.size() + 6 || !name.starts_with(prefix)) return false;
+  for (size_t i = prefix.size(); i < name.size(); ++i) {
+    char c = name[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum) return false;
+  }
+  return true;
+}
+
+// Whether the folder open at `fd` holds merge's marker, exactly as written.
+bool holds_staging_marker(int fd) {
+  int marker = ::openat(fd, kStagingMarkerName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (marker < 0) return false;
+  struct stat st {};
+  const std::string expected = kStagingMarkerText;
+  bool ok = ::fstat(marker, &st) == 0 && S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) == expected.size();
+  if (ok) {
+    std::string text(expected.size(), '\0');
+    ok = ::pread(marker, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()) && text == expected;
+  }
+  ::close(marker);
+  return ok;
+}
+
+// Opens `path` as a stale staging folder: named as mkdtemp names it, a real
+// folder owned by this user, holding the marker, and locked (exclusively,
+// now) by no other process. Returns the descriptor holding that lock, or -1.
+int open_stale_staging(const fs::path& path, const std::string& prefix) {
+  if (!is_staging_name(path.filename().string(), prefix)) return -1;
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || !holds_staging_marker(fd) ||
+      ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+fs::path output_path(const std::string& output_dir) {
   fs::path output = fs::path(output_dir).lexically_normal();
   if (output.filename().empty()) output = output.parent_path();
+  return output;
+}
+
+}  // namespace
+
+Status mark_staging(int folder_fd, const std::string& folder) {
+  const std::string path = folder + "/" + kStagingMarkerName;
+  int fd = ::openat(folder_fd, kStagingMarkerName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return io_error(path + ": cannot create merge's staging marker: " + errno_text());
+  const std::string text = kStagingMarkerText;
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  std::string why = ok ? std::string() : errno_text();
+  ::close(fd);
+  if (!ok) return io_error(path + ": cannot write merge's staging marker: " + why);
+  return {};
+}
+
+Status unmark_staging(int folder_fd, const std::string& folder) {
+  if (::unlinkat(folder_fd, kStagingMarkerName, 0) != 0 && errno != ENOENT) {
+    return io_error(folder + "/" + kStagingMarkerName + ": cannot remove merge's staging marker: " + errno_text());
+  }
+  return {};
+}
+
+std::vector<std::string> find_stale_staging(const std::string& output_dir) {
+  std::vector<std::string> out;
+  fs::path output = output_path(output_dir);
   fs::path parent = output.parent_path().empty() ? fs::path(".") : output.parent_path();
   const std::string prefix = "." + output.filename().string() + ".merge-";
   std::error_code ec;
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (!name.starts_with(prefix)) continue;
-    int fd = ::open(it->path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open_stale_staging(it->path(), prefix);
     if (fd < 0) continue;
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) out.push_back(it->path().string());
+    out.push_back(it->path().string());
     ::close(fd);
   }
   return out;
 }
 
 void remove_stale_staging(const std::string& output_dir) {
+  const std::string prefix = "." + output_path(output_dir).filename().string() + ".merge-";
   for (const auto& path : find_stale_staging(output_dir)) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    // Checked again, holding the folder's lock, right before removing it.
+    int fd = open_stale_staging(path, prefix);
     if (fd < 0) continue;
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      std::error_code ec;
-      fs::remove_all(path, ec);  // never follows a symlink inside
-    }
+    std::error_code ec;
+    fs::remove_all(path, ec);  // never follows a symlink inside
     ::close(fd);
   }
 }

@@ -445,6 +445,12 @@ void check_bundle(const std::string& path, const IntegrityOptions& options, Chec
   hashing.ignore = git_ignore_paths();
   if (signature_name) hashing.ignore.push_back(*signature_name);
   hashing.threads = options.threads;
+  // Sizes compared before anything is hashed: a file whose size is not what
+  // bundle.json records fails below without being read.
+  if (auto listed = read_manifest(path); listed.ok()) {
+    for (const ManifestPart& part : listed->parts)
+      for (const ManifestFile& file : part.files) hashing.expected_sizes[file.path] = file.size;
+  }
   auto digests = hash_folder(path, hashing);
   if (!digests.ok()) {
     checks.fail(checks::kFile, path, digests.error().message);

@@ -108,8 +108,9 @@ void check_signature(const std::string& dir, const std::optional<std::string>& s
   summary.key_fingerprint = signature.key_hint;
   if (options.keys.empty()) {
     checks.skip(checks::kSignature, path,
-                "signed by the key with fingerprint " + signature.key_hint.value_or("(none recorded)") +
-                    "; not checked: give the public key with --key or --keys-dir");
+                "claims to be signed by the key with fingerprint " + signature.key_hint.value_or("(none recorded)") +
+                    " (an unauthenticated hint in the file); not checked: no key given; give the public key with "
+                    "--key or --keys-dir");
     return;
   }
   auto key = verify_signature(signature, options.keys);

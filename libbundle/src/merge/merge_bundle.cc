@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <tuple>
 
 #include "merge/merge_bundle_internal.h"
@@ -47,17 +49,28 @@ class Staging {
  public:
   static Result<Staging> create(const fs::path& output) {
     fs::path parent = output.parent_path().empty() ? fs::path(".") : output.parent_path();
-    std::string pattern = (parent / ("." + output.filename().string() + ".merge-XXXXXX")).string();
-    std::vector<char> buffer(pattern.begin(), pattern.end());
-    buffer.push_back('\0');
-    if (!::mkdtemp(buffer.data())) {
-      return io_error(output.string() + ": cannot create a temporary folder beside it: " + std::strerror(errno));
+    // mkdtemp's names, but mkdir's mode (0777 less the umask), as export's
+    // folders get: mkdtemp's 0700 would keep other users from reading the bundle.
+    static const char kLetters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    std::random_device random;
+    std::string made;
+    for (int attempt = 0; attempt < 100 && made.empty(); ++attempt) {
+      std::string name = "." + output.filename().string() + ".merge-";
+      for (int i = 0; i < 6; ++i) name += kLetters[random() % (sizeof kLetters - 1)];
+      std::string path = (parent / name).string();
+      if (::mkdir(path.c_str(), 0777) == 0) made = path;
+      else if (errno != EEXIST)
+        return io_error(output.string() + ": cannot create a temporary folder beside it: " + std::strerror(errno));
     }
+    if (made.empty()) return io_error(output.string() + ": cannot create a temporary folder beside it: every name tried exists");
     Staging staging;
-    staging.path_ = buffer.data();
-    staging.fd_ = ::open(buffer.data(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (staging.fd_ >= 0) ::flock(staging.fd_, LOCK_EX | LOCK_NB);  // ours alone: mkdtemp made it
+    staging.path_ = made;
     staging.slot_ = register_temp_path(staging.path_.string(), /*folder=*/true);
+    staging.fd_ = ::open(made.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (staging.fd_ < 0) return io_error(staging.path_.string() + ": cannot open the staging folder: " + std::strerror(errno));
+    ::flock(staging.fd_, LOCK_EX | LOCK_NB);  // ours alone: we made it
+    // What makes it ours for the next merge too, should this one be killed.
+    PTB_CHECK(mark_staging(staging.fd_, staging.path_.string()));
     return staging;
   }
   Staging() = default;
@@ -73,6 +86,9 @@ class Staging {
     if (fd_ >= 0) ::close(fd_);
   }
   const fs::path& path() const { return path_; }
+  // The folder becomes the merged bundle: without the marker, that a stale
+  // staging folder carries.
+  Status unmark() { return unmark_staging(fd_, path_.string()); }
   void keep() {
     unregister_temp_path(std::exchange(slot_, -1));
     path_.clear();
@@ -497,6 +513,7 @@ Result<BundleMergeResult> merge_bundles(const BundleMergeRequest& request) {
   PTB_CHECK(write_manifest(staging.path().string(), manifest));
 
   test_kill_point("merge-rename");
+  PTB_CHECK(staging.unmark());
   std::error_code ec;
   if (fs::exists(request.output_dir, ec)) fs::remove(request.output_dir, ec);  // an empty folder, checked above
   fs::rename(staging.path(), request.output_dir, ec);

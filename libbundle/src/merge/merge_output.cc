@@ -9,9 +9,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
 
 #include "merge/merge_internal.h"
+#include "ptbundle/base/interrupt.h"
 #include "ptbundle/formats/pte_writer.h"
 #include "ptbundle/formats/segment_source.h"
 
@@ -172,10 +175,27 @@ Status OutputJob::copy_weights(AtomicOutput& out) {
   return {};
 }
 
+// The .pte and .ptd are a pair: renamed one right after the other, with
+// nothing slow between (both already on disk) and SIGINT, SIGTERM and SIGHUP
+// held back until both are in place, so that an interruption never leaves a
+// new program beside the old data file (or the reverse). Only SIGKILL or a
+// power cut in the microseconds between the two renames can.
 Status OutputJob::commit() {
   PTB_CHECK(wait());
   if (cancelled_.load()) return invalid(output_pte_ + ": the merge was cancelled; nothing was written");
+  for (AtomicOutput* out : {ptd_out_ ? &*ptd_out_ : nullptr, &*pte_out_}) {
+    if (!out) continue;
+    int fd = ::open(out->temp_path().c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || ::fsync(fd) != 0) {
+      Error error = io_error(out->final_path() + ": cannot write the temporary file to disk: " + std::strerror(errno));
+      if (fd >= 0) ::close(fd);
+      return error;
+    }
+    ::close(fd);
+  }
+  DeferInterrupts defer;
   if (ptd_out_) PTB_CHECK(ptd_out_->commit());
+  test_kill_point("merge-pair");
   return pte_out_->commit();
 }
 

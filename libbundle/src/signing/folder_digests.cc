@@ -26,6 +26,12 @@ Result<FolderDigests> hash_folder(const std::string& dir, const FolderHashOption
     std::error_code ec;
     const uint64_t size = fs::file_size(fs::path(dir) / entries[i].path, ec);
     entries[i].size = ec ? 0 : size;
+    if (auto expected = options.expected_sizes.find(entries[i].path);
+        !ec && expected != options.expected_sizes.end() && expected->second != size) {
+      entries[i].error = "not hashed: " + std::to_string(size) + " bytes where " + std::to_string(expected->second) +
+                         " were expected";
+      continue;
+    }
     order.push_back(i);
   }
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return entries[a].size > entries[b].size; });

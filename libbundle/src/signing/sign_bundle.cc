@@ -63,6 +63,14 @@ Result<SignReport> sign_bundle(const SignOptions& options) {
   if (!fs::exists(fs::path(dir) / kManifestFileName, ec))
     return invalid(dir + ": folder without " + std::string(kManifestFileName) + "; expected a bundle folder made by ptbundle export");
 
+  // verify reads one signature per bundle, and a second one would sign the
+  // first as one of the bundle's files: refused, naming the one there.
+  for (const std::string& other : find_signature_files(dir)) {
+    if (other != options.output_name)
+      return invalid(dir + "/" + other + ": the bundle is already signed in this file; expected one signature per "
+                     "bundle: sign into it (--output " + other + ") or remove it first");
+  }
+
   std::optional<std::string> password;
   if (options.password_file) {
     PTB_TRY(password, read_password_file(*options.password_file));

@@ -68,21 +68,35 @@ class BundleTransaction {
   };
   // Places the outputs (each renamed into place), writes `manifest` as
   // bundle.json, then removes `superseded` (paths relative to the folder)
-  // unless the new manifest lists them. Test kill points (test_kill_point):
-  // "journal", "rename-1".."rename-N", "manifest", "cleanup".
+  // unless the new manifest lists them. SIGINT, SIGTERM and SIGHUP wait
+  // until it has finished (DeferInterrupts); a failure before bundle.json is
+  // written removes what it placed and the journal, leaving the old bundle.
+  // Test kill points (test_kill_point): "journal", "rename-1".."rename-N",
+  // "manifest", "cleanup".
   Status commit(const std::vector<Placement>& outputs, const Manifest& manifest,
                 const std::vector<std::string>& superseded);
 
  private:
   BundleDir dir_;
   int lock_fd_ = -1;
+  int lock_cleanup_slot_ = -1;  // register_temp_at: SIGINT removes the lock file too
   bool created_ = false;
   std::optional<Manifest> manifest_;
 };
 
-// Merge's staging folders ".<OUT>.merge-XXXXXX" beside OUT: each is locked
-// (flock on the folder) while its merge runs; those no process holds are
-// leftovers of a killed merge.
+// Merge's staging folders ".<OUT>.merge-XXXXXX" beside OUT (mkdtemp's six
+// letters and digits): each is locked (flock on the folder) while its merge
+// runs and holds a marker file (kStagingMarkerName, with kStagingMarkerText)
+// from right after mkdtemp until just before it is renamed to OUT. Only a
+// folder with that name, owned by this user, holding the marker and locked by
+// no process is a leftover of a killed merge: a user's ".OUT.merge-notes" is
+// never one, and never removed.
+inline constexpr const char* kStagingMarkerName = ".ptbundle-merge-staging";
+inline constexpr const char* kStagingMarkerText = "ptbundle merge staging folder 1\n";
+// Writes the marker into the folder open at `folder_fd` (`folder` for messages).
+Status mark_staging(int folder_fd, const std::string& folder);
+// Removes it, before the folder becomes the merged bundle.
+Status unmark_staging(int folder_fd, const std::string& folder);
 std::vector<std::string> find_stale_staging(const std::string& output_dir);
 void remove_stale_staging(const std::string& output_dir);
 

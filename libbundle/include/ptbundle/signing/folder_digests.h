@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ struct FolderHashOptions {
   std::vector<std::string> ignore;
   unsigned threads = 0;  // 0: one per core
   bool content_keys = true;  // also hash the content-addressed blobs (benchmarks turn it off to compare)
+  // Sizes the caller expects (verify: bundle.json's), by relative path: a
+  // file of another size is not hashed at all (its error says why), so that a
+  // sparse 1 TiB file bundle.json records as smaller costs no read.
+  std::map<std::string, uint64_t> expected_sizes;
 };
 
 struct FolderDigests {
