@@ -7,6 +7,7 @@
 
 #include "aoti_program.h"
 #include "prepared_part.h"
+#include "ptbundle/base/sha256.h"
 #include "ptbundle/formats/cuda_payload.h"
 #include "ptbundle/formats/pt2.h"
 
@@ -91,9 +92,21 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
   }
 
   PTB_TRY(const MappedFile* library, extract(part, package, model.wrapper_library, scratch_dir, "library.so"));
-  PTB_TRY(const MappedFile* weights, extract(part, package, *model.weights_blob, scratch_dir, "weights.blob"));
   PTB_TRY(auto library_hash, sha256_range_hex(*library, 0, library->size()));
-  PTB_TRY(auto weights_hash, sha256_range_hex(*weights, 0, weights->size()));
+  // A program without weights (check_cuda_package_model let it through only
+  // when its wrapper declares no constants) has an empty blob or none: its
+  // data file still holds the blob's key, with no bytes, so that the payload
+  // keeps ExecuTorch's single-blob form and a loader finds what it names.
+  const Pt2Entry* blob_entry = model.weights_blob ? package.find_entry(*model.weights_blob) : nullptr;
+  SegmentSource weights_source = SegmentSource::memory({});
+  std::string weights_hash = to_hex(sha256({}));
+  if (blob_entry && blob_entry->size > 0) {
+    PTB_TRY(const MappedFile* weights, extract(part, package, *model.weights_blob, scratch_dir, "weights.blob"));
+    PTB_TRY(weights_hash, sha256_range_hex(*weights, 0, weights->size()));
+    weights_source = SegmentSource::file_range(*weights, 0, weights->size());
+  } else {
+    part.notes.push_back(request.program + ": the program has no weights (its wrapper declares no constants)");
+  }
   spec.library_key = library_hash + "_so_blob";
 
   CudaPayload payload;
@@ -106,12 +119,13 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
   part.pte_segments = {SegmentSource::memory({}), SegmentSource::memory(payload_bytes),
                        SegmentSource::file_range(*library, 0, library->size())};
   part.data_contents.emplace();
-  part.data_contents->add(payload.weights_key, SegmentSource::file_range(*weights, 0, weights->size()));
+  part.data_contents->add(payload.weights_key, std::move(weights_source));
 
   PTB_TRY(auto targets, kernel_targets_of({library->bytes()}, {request.program + " " + model.wrapper_library}));
   BuildGpu gpu;
   gpu.compute_capability = compute_capability(model);
-  part.cuda = CudaInfo{std::move(targets), gpu.compute_capability ? std::optional<BuildGpu>(gpu) : std::nullopt};
+  part.cuda = CudaInfo{std::move(targets), gpu.compute_capability ? std::optional<BuildGpu>(gpu) : std::nullopt,
+                       !(blob_entry && blob_entry->size > 0)};
   if (part.cuda->kernel_targets.empty())
     part.notes.push_back(request.program + ": no CUDA kernel image found in the library");
   return part;

@@ -163,6 +163,7 @@ Json part_json(const ManifestPart& part) {
     } else {
       cuda["built_on"] = nullptr;
     }
+    if (part.cuda->no_weights) cuda["weights"] = "none";
     out["cuda"] = cuda;
   } else {
     out["cuda"] = nullptr;
@@ -234,7 +235,7 @@ Result<ManifestMethod> read_method(const JsonReader& r, const Json& json, const 
 }
 
 Result<CudaInfo> read_cuda(const JsonReader& r, const Json& json, const std::string& path) {
-  PTB_CHECK(r.expect_object(json, path, {"kernel_targets", "built_on"}));
+  PTB_CHECK(r.expect_object(json, path, {"kernel_targets", "built_on", "weights"}));
   CudaInfo cuda;
   PTB_TRY(const Json* targets, r.array(json, path, "kernel_targets"));
   for (size_t i = 0; i < targets->size(); ++i) {
@@ -259,6 +260,11 @@ Result<CudaInfo> read_cuda(const JsonReader& r, const Json& json, const std::str
     PTB_TRY(gpu.compute_capability, r.optional_string(*built_on, at, "compute_capability"));
     PTB_TRY(gpu.driver_version, r.optional_string(*built_on, at, "driver_version"));
     cuda.built_on = gpu;
+  }
+  if (json.contains("weights")) {
+    PTB_TRY(std::string weights, r.string(json, path, "weights"));
+    if (weights != "none") return r.error(path + ".weights", "is " + q(weights) + "; expected \"none\" (or no key)");
+    cuda.no_weights = true;
   }
   return cuda;
 }

@@ -102,6 +102,10 @@ struct BuildGpu {
 struct CudaInfo {
   std::vector<KernelTarget> kernel_targets;  // sorted, distinct
   std::optional<BuildGpu> built_on;
+  // A program without weights (its AOTInductor wrapper declares no
+  // constants): its weights blob is empty by design, which verify otherwise
+  // refuses. JSON "weights": "none", absent otherwise.
+  bool no_weights = false;
 };
 
 struct ManifestTestcase {
