@@ -31,7 +31,7 @@ std::vector<uint64_t> shape_of(const std::vector<int64_t>& sizes) {
 // Runs `inputs` and compares with `expected`; the verdict names the part.
 void run_and_compare(const std::string& subject, const std::string& part_name, const RunPart& part, int device,
                      const std::vector<HostTensor>& inputs, const std::vector<TensorBytes>& expected,
-                     const std::optional<Tolerance>& recorded, CheckList& checks) {
+                     const std::vector<Tolerance>& recorded, CheckList& checks) {
   LoadOptions options;
   options.device = device;
   auto model = load_part(part, options);
@@ -47,7 +47,7 @@ void run_and_compare(const std::string& subject, const std::string& part_name, c
   std::vector<ExpectedOutput> wanted;
   for (size_t i = 0; i < expected.size(); ++i) {
     wanted.push_back({i, "output " + std::to_string(i), expected[i],
-                      recorded ? *recorded : default_tolerance(expected[i].scalar_type)});
+                      i < recorded.size() ? recorded[i] : output_tolerance(expected[i])});
   }
   const std::vector<OutputComparison> comparisons = compare_outputs(*outputs, wanted);
   const std::string verdict = test_case_verdict(part_name, comparisons);
@@ -82,8 +82,19 @@ void reproduce_bundle_part(const VerifySubject& subject, GpuCapability gpu, int 
     const PtdEntry& entry = *file.find(testcase_key(subject.testcase_method, true, i));
     expected.push_back({entry.layout->scalar_type, shape_of(entry.layout->sizes), file.bytes(entry)});
   }
-  Tolerance tolerance{subject.manifest->testcase->atol, subject.manifest->testcase->rtol};
-  run_and_compare(subject.label, subject.part_name, *part, device, inputs, expected, tolerance, checks);
+  // What export recorded: each output's tolerance, or (bundles written before
+  // output_checks) one for all.
+  const ManifestTestcase& testcase = *subject.manifest->testcase;
+  std::vector<Tolerance> tolerances;
+  for (uint32_t i = 0; i < testcase.outputs; ++i) {
+    if (i < testcase.output_checks.size()) {
+      const ManifestOutputCheck& c = testcase.output_checks[i];
+      tolerances.push_back({c.atol, c.rtol, "recorded in bundle.json: " + c.rule});
+    } else {
+      tolerances.push_back({testcase.atol, testcase.rtol, "recorded in bundle.json for every output"});
+    }
+  }
+  run_and_compare(subject.label, subject.part_name, *part, device, inputs, expected, tolerances, checks);
 }
 
 // The program inside the .bpte and its data file, as the integrity checks
@@ -122,7 +133,7 @@ void reproduce_bundled_program(const VerifySubject& subject, GpuCapability gpu, 
         checks.fail(checks::kTestcase, where, part.error().message);
         continue;
       }
-      run_and_compare(where, subject.part_name, *part, device, inputs, expected, std::nullopt, checks);
+      run_and_compare(where, subject.part_name, *part, device, inputs, expected, {}, checks);
     }
   }
   if (cases == 0) checks.skip(checks::kTestcase, subject.label, "the BundledProgram holds no test case");

@@ -26,9 +26,12 @@ Result<std::vector<RunCheck>> check_expects(const RunRequest& request, const std
     PTB_TRY(size_t index, resolve_named(item, output_names, next, "output", "--expect"));
     PTB_TRY(NpyFile file, NpyFile::open(item.file));
     const NpyHeader& header = file.header();
-    Tolerance tolerance = default_tolerance(header.scalar_type);
+    // The rule verify applies to a test case export recorded (tolerance.h),
+    // so that both judge the same outputs alike.
+    Tolerance tolerance = output_tolerance({header.scalar_type, header.shape, file.data()});
     if (request.atol) tolerance.atol = *request.atol;
     if (request.rtol) tolerance.rtol = *request.rtol;
+    if (request.atol || request.rtol) tolerance.rule = "--atol/--rtol, over " + tolerance.rule;
     expected.push_back({index, output_names[index], {header.scalar_type, header.shape, file.data()}, tolerance});
     paths.push_back(item.file);
     files.push_back(std::move(file));

@@ -42,6 +42,7 @@ struct PreparedPart {
   std::optional<PtdContents> testcase;
   uint32_t testcase_inputs = 0;
   uint32_t testcase_outputs = 0;
+  std::vector<ManifestOutputCheck> output_checks;  // one per expected output
 
   std::optional<CudaInfo> cuda;
   std::vector<std::string> notes;

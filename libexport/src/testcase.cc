@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "prepared_part.h"
+#include "ptbundle/results/tolerance.h"
 
 namespace ptb::detail {
 namespace {
@@ -77,6 +78,11 @@ Status add_values(PreparedPart& part, PtdContents& contents, const std::vector<s
     if (target.method) PTB_CHECK(check_against(npy.header(), (outputs ? target.method->outputs : target.method->inputs)[i], what));
     PTB_TRY(auto layout, layout_of(npy.header(), what));
     auto owned = std::make_unique<NpyFile>(std::move(npy));
+    if (outputs) {
+      const NpyHeader& header = owned->header();
+      Tolerance tolerance = output_tolerance({header.scalar_type, header.shape, owned->data()});
+      part.output_checks.push_back({tolerance.atol, tolerance.rtol, tolerance.rule});
+    }
     contents.add(testcase_key(target.method_name, outputs, i),
                  SegmentSource::file_range(owned->file(), owned->header().data_offset, owned->header().data_size),
                  std::move(layout));

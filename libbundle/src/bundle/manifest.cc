@@ -171,6 +171,11 @@ Json part_json(const ManifestPart& part) {
   if (part.testcase) {
     const auto& t = *part.testcase;
     out["testcase"] = {{"path", t.path}, {"atol", t.atol}, {"rtol", t.rtol}, {"inputs", t.inputs}, {"outputs", t.outputs}};
+    if (!t.output_checks.empty()) {
+      Json checks = Json::array();
+      for (const auto& c : t.output_checks) checks.push_back({{"atol", c.atol}, {"rtol", c.rtol}, {"rule", c.rule}});
+      out["testcase"]["output_checks"] = checks;
+    }
   } else {
     out["testcase"] = nullptr;
   }
@@ -367,7 +372,7 @@ Result<ManifestPart> read_part(const JsonReader& r, const Json& json, const std:
   PTB_TRY(const Json* testcase, r.member(json, path, "testcase"));
   if (!testcase->is_null()) {
     std::string at = path + ".testcase";
-    PTB_CHECK(r.expect_object(*testcase, at, {"path", "atol", "rtol", "inputs", "outputs"}));
+    PTB_CHECK(r.expect_object(*testcase, at, {"path", "atol", "rtol", "inputs", "outputs", "output_checks"}));
     ManifestTestcase t;
     PTB_TRY(t.path, r.string(*testcase, at, "path"));
     const ManifestFile* listed = part.find_file(FileRole::Testcase);
@@ -380,6 +385,22 @@ Result<ManifestPart> read_part(const JsonReader& r, const Json& json, const std:
     PTB_TRY(auto outputs, r.unsigned_number(*testcase, at, "outputs", UINT32_MAX));
     t.inputs = static_cast<uint32_t>(inputs);
     t.outputs = static_cast<uint32_t>(outputs);
+    if (testcase->contains("output_checks")) {
+      PTB_TRY(const Json* checks, r.array(*testcase, at, "output_checks"));
+      if (checks->size() != t.outputs)
+        return r.error(at + ".output_checks", "has " + std::to_string(checks->size()) + " entries; expected one per output (" +
+                                                  std::to_string(t.outputs) + ")");
+      for (size_t i = 0; i < checks->size(); ++i) {
+        const Json& item = (*checks)[i];
+        std::string where = at + ".output_checks[" + std::to_string(i) + "]";
+        PTB_CHECK(r.expect_object(item, where, {"atol", "rtol", "rule"}));
+        ManifestOutputCheck check;
+        PTB_TRY(check.atol, r.tolerance(item, where, "atol"));
+        PTB_TRY(check.rtol, r.tolerance(item, where, "rtol"));
+        PTB_TRY(check.rule, r.string(item, where, "rule"));
+        t.output_checks.push_back(std::move(check));
+      }
+    }
     part.testcase = t;
   } else if (roles.count(FileRole::Testcase)) {
     return r.error(path + ".testcase", "is null but the part lists a testcase file; expected its tolerances");

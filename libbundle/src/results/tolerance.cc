@@ -107,6 +107,33 @@ Tolerance default_tolerance(int8_t scalar_type) {
   }
 }
 
+Tolerance output_tolerance(const TensorBytes& expected) {
+  int significand = 0;  // bits, the implicit one included
+  double ulps = 0;
+  double rtol = 0;
+  switch (expected.scalar_type) {
+    case kBFloat16: significand = 8; ulps = 4; rtol = std::ldexp(1.0, -7); break;
+    case kHalf: significand = 11; ulps = 4; rtol = std::ldexp(1.0, -10); break;
+    case kFloat: significand = 24; ulps = 2048; rtol = std::ldexp(1.0, -16); break;
+    case kDouble: significand = 53; ulps = 2048; rtol = std::ldexp(1.0, -45); break;
+    default: return {0, 0, std::string(scalar_type_name(expected.scalar_type)) + ": exact"};
+  }
+  double magnitude = 0;
+  const uint64_t element_size = *scalar_type_size(expected.scalar_type);
+  const uint64_t count = expected.data.size() / element_size;
+  for (uint64_t i = 0; i < count; ++i) {
+    const double value = std::fabs(float_value(expected.scalar_type, expected.data.data() + i * element_size));
+    if (std::isfinite(value)) magnitude = std::max(magnitude, value);
+  }
+  const double scale = magnitude > 0 ? magnitude : 1.0;
+  // ulp(M): 2^(e - significand + 1) for M in [2^e, 2^(e+1)).
+  const double ulp = std::ldexp(1.0, std::ilogb(scale) - significand + 1);
+  Tolerance tolerance{ulps * ulp, rtol, ""};
+  tolerance.rule = std::string(scalar_type_name(expected.scalar_type)) + ": " + format_number("%g", ulps) +
+                   " ulp at max |expected| " + (magnitude > 0 ? format_number("%g", magnitude) : "(none nonzero, 1)");
+  return tolerance;
+}
+
 bool element_matches(double got, double want, const Tolerance& tolerance) {
   if (got == want) return true;  // also the same infinity
   if (std::isnan(got) && std::isnan(want)) return true;
@@ -221,18 +248,22 @@ double badness(const OutputComparison& output) {
   return stats.worst_allowed > 0 ? error / stats.worst_allowed : kInfinity;
 }
 
+}  // namespace
+
 std::string failure_detail(const OutputComparison& output) {
   if (!output.problem.empty()) return output.problem;
   const auto& stats = output.stats;
+  const Tolerance& t = output.tolerance;
+  std::string rule = "atol " + format_number("%.3g", t.atol) + " + rtol " + format_number("%.3g", t.rtol) +
+                     " * |expected|" + (t.rule.empty() ? "" : "; " + t.rule);
   const double error = stats.worst_abs_error;
   if (!std::isfinite(error)) {
     return "element " + std::to_string(*stats.worst_index) + " is " + format_number("%g", stats.worst_got) +
-           ", expected " + format_number("%g", stats.worst_want);
+           ", expected " + format_number("%g", stats.worst_want) + " (" + rule + ")";
   }
-  return "max abs diff " + format_number("%.2e", error) + " > " + format_number("%g", stats.worst_allowed);
+  return "max abs diff " + format_number("%.2e", error) + " > " + format_number("%g", stats.worst_allowed) +
+         " at element " + std::to_string(*stats.worst_index) + " (" + rule + ")";
 }
-
-}  // namespace
 
 std::string test_case_verdict(const std::string& part, const std::vector<OutputComparison>& outputs) {
   const OutputComparison* worst = nullptr;

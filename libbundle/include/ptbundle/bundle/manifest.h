@@ -108,12 +108,23 @@ struct CudaInfo {
   bool no_weights = false;
 };
 
+// How one expected output is checked: tolerance.h's rule as export derived
+// it (or --atol/--rtol), said in `rule`.
+struct ManifestOutputCheck {
+  double atol = 0;
+  double rtol = 0;
+  std::string rule;
+};
+
 struct ManifestTestcase {
   std::string path;  // part_file_path(name, Testcase)
+  // Bundles written before output_checks: every output against these. With
+  // output_checks: the largest of theirs, for people.
   double atol = 0;
   double rtol = 0;
   uint32_t inputs = 0;
   uint32_t outputs = 0;
+  std::vector<ManifestOutputCheck> output_checks;  // empty, or one per output
 };
 
 struct ManifestSource {

@@ -50,8 +50,10 @@ using ExportProgress = std::function<void(const std::string& file, uint64_t done
 struct ExportOptions {
   std::string output_dir;
   std::vector<PartRequest> parts;
-  double atol = 1e-3;  // test-case tolerances recorded in bundle.json
-  double rtol = 1e-3;
+  // Test-case tolerances recorded in bundle.json for every output; unset:
+  // each output's own, by tolerance.h's rule (output_tolerance).
+  std::optional<double> atol;
+  std::optional<double> rtol;
   bool force = false;  // replace parts (and stray files) of the same name
   std::string tool_version;  // recorded as ptbundle_version
   ExportProgress progress;
