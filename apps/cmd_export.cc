@@ -157,7 +157,8 @@ Command add_export(CLI::App& root) {
   command->add_option("--part", args->parts, "NAME=SOURCE: a part and where it comes from (repeatable)")->required();
   command->add_option("--example", args->examples,
                       "PART=in0.npy[,in1.npy...]:out0.npy[,...]: example inputs and expected outputs; required for a "
-                      ".pt2 part, stored as the part's test case");
+                      ".pt2 part, stored as the part's test case; nothing after ':' for a sampler (outputs checked by dtype, "
+                      "shape and finiteness only)");
   command->add_option("--atol", args->atol, "Absolute tolerance recorded for every test-case output (default: each output's own, "
                       "from its dtype and largest magnitude)")
       ->check(CLI::NonNegativeNumber);

@@ -57,6 +57,52 @@ Result<TensorSignature> signature_of(const NpyHeader& npy, const std::string& pa
   return signature;
 }
 
+// An example with inputs only (a sampler): the outputs' dtypes and shapes
+// come from the package's wrapper source, which allocates each output with
+// constant sizes; where it does not say, the user has to give output files.
+Status outputs_from_wrapper(const PartRequest& request, const Pt2Package& package, const Pt2Model& model,
+                            SingleDelegateProgram& spec, PreparedPart& part) {
+  const std::string give = "; give the outputs after ':' (--example " + request.name +
+                           "=IN.npy[,...]:OUT.npy[,...]) so that the example fixes them";
+  PTB_TRY(auto source, pt2_wrapper_source(package, model));
+  if (!source) return invalid(request.program + ": the example gives inputs only, and the package holds no *.wrapper.cpp "
+                              "that says the outputs' dtypes and shapes" + give);
+  auto counts = pt2_wrapper_counts(*source);
+  if (!counts || counts->outputs == 0)
+    return invalid(request.program + ": the example gives inputs only, and the wrapper source declares no output count "
+                   "(AOTInductorModelBase(inputs, outputs, constants, ...))" + give);
+  if (counts->inputs != spec.inputs.size())
+    return invalid("--example " + request.name + ": " + std::to_string(spec.inputs.size()) + " input file(s); " +
+                   request.program + "'s wrapper declares " + std::to_string(counts->inputs) + " input(s)");
+  auto outputs = pt2_wrapper_outputs(*source, counts->outputs);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i]) {
+      return invalid(request.program + ": the example gives inputs only, and the wrapper source does not allocate output " +
+                     std::to_string(i) + " with constant sizes (output_handles[" + std::to_string(i) +
+                     "] is a view, an input or of symbolic size)" + give);
+    }
+    TensorSignature signature;
+    signature.scalar_type = outputs[i]->scalar_type;
+    uint64_t count = 1;
+    for (int64_t size : outputs[i]->sizes) {
+      if (size < 0 || size > 0x7fffffff)
+        return invalid(request.program + ": output " + std::to_string(i) + " has size " + std::to_string(size) +
+                       " in its wrapper source; expected 0..2147483647");
+      signature.sizes.push_back(static_cast<int32_t>(size));
+      if (__builtin_mul_overflow(count, static_cast<uint64_t>(size), &count) || count > (1ull << 40))
+        return invalid(request.program + ": output " + std::to_string(i) + " is larger than 2^40 elements");
+    }
+    auto element = scalar_type_size(outputs[i]->scalar_type);
+    if (!element) return invalid(request.program + ": output " + std::to_string(i) + " has a dtype ptbundle does not know");
+    signature.nbytes = count * *element;
+    spec.outputs.push_back(std::move(signature));
+  }
+  mark_outputs_unchecked(part, spec.outputs.size());
+  part.notes.push_back(request.program + ": the example gives inputs only; the test case checks each output's dtype, "
+                       "shape and finiteness, not its values (outputs read from the wrapper source)");
+  return {};
+}
+
 }  // namespace
 
 Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::string& scratch_dir) {
@@ -90,6 +136,7 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
     PTB_TRY(auto signature, signature_of(part.npys[i]->header(), part.npys[i]->path()));
     (i < part.testcase_inputs ? spec.inputs : spec.outputs).push_back(std::move(signature));
   }
+  if (request.example->outputs.empty()) PTB_CHECK(outputs_from_wrapper(request, package, model, spec, part));
 
   PTB_TRY(const MappedFile* library, extract(part, package, model.wrapper_library, scratch_dir, "library.so"));
   PTB_TRY(auto library_hash, sha256_range_hex(*library, 0, library->size()));

@@ -173,7 +173,12 @@ Json part_json(const ManifestPart& part) {
     out["testcase"] = {{"path", t.path}, {"atol", t.atol}, {"rtol", t.rtol}, {"inputs", t.inputs}, {"outputs", t.outputs}};
     if (!t.output_checks.empty()) {
       Json checks = Json::array();
-      for (const auto& c : t.output_checks) checks.push_back({{"atol", c.atol}, {"rtol", c.rtol}, {"rule", c.rule}});
+      for (const auto& c : t.output_checks) {
+        checks.push_back({{"compare", c.compare_values ? "values" : "dtype_shape_finite"},
+                          {"atol", c.atol},
+                          {"rtol", c.rtol},
+                          {"rule", c.rule}});
+      }
       out["testcase"]["output_checks"] = checks;
     }
   } else {
@@ -393,8 +398,14 @@ Result<ManifestPart> read_part(const JsonReader& r, const Json& json, const std:
       for (size_t i = 0; i < checks->size(); ++i) {
         const Json& item = (*checks)[i];
         std::string where = at + ".output_checks[" + std::to_string(i) + "]";
-        PTB_CHECK(r.expect_object(item, where, {"atol", "rtol", "rule"}));
+        PTB_CHECK(r.expect_object(item, where, {"compare", "atol", "rtol", "rule"}));
         ManifestOutputCheck check;
+        if (item.contains("compare")) {
+          PTB_TRY(std::string compare, r.string(item, where, "compare"));
+          if (compare != "values" && compare != "dtype_shape_finite")
+            return r.error(where + ".compare", "is " + q(compare) + "; expected \"values\" or \"dtype_shape_finite\"");
+          check.compare_values = compare == "values";
+        }
         PTB_TRY(check.atol, r.tolerance(item, where, "atol"));
         PTB_TRY(check.rtol, r.tolerance(item, where, "rtol"));
         PTB_TRY(check.rule, r.string(item, where, "rule"));

@@ -46,30 +46,6 @@ std::map<uint64_t, ConstantFacts> read_constants(std::string_view text) {
   return constants;
 }
 
-// The constant count AOTInductor's generated constructor passes to its base:
-// "AOTInductorModelBase(<inputs>, <outputs>, <constants>, ...". A program with
-// no weights has no constants_info_ lines at all, so this is what tells it
-// apart from a source this reader does not understand.
-std::optional<uint64_t> declared_constant_count(std::string_view text) {
-  constexpr std::string_view kBase = "AOTInductorModelBase(";
-  size_t at = text.find(kBase);
-  if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = text.substr(at + kBase.size());
-  uint64_t value = 0;
-  for (int field = 0; field < 3; ++field) {
-    size_t start = rest.find_first_not_of(" \t\r\n");
-    if (start == std::string_view::npos) return std::nullopt;
-    rest = rest.substr(start);
-    auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
-    if (error != std::errc()) return std::nullopt;
-    rest = rest.substr(static_cast<size_t>(end - rest.data()));
-    size_t comma = rest.find_first_not_of(" \t\r\n");
-    if (comma == std::string_view::npos || rest[comma] != ',') return std::nullopt;
-    rest = rest.substr(comma + 1);
-  }
-  return value;
-}
-
 }  // namespace
 
 Result<std::optional<uint64_t>> pt2_needed_weights_bytes(const Pt2Package& package, const Pt2Model& model) {
@@ -82,8 +58,11 @@ Result<std::optional<uint64_t>> pt2_needed_weights_bytes(const Pt2Package& packa
   std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   auto constants = read_constants(text);
   if (constants.empty()) {
-    auto declared = declared_constant_count(text);
-    return declared == uint64_t{0} ? std::optional<uint64_t>(0) : std::optional<uint64_t>();
+    // A program without weights has no constants_info_ lines at all; the
+    // constant count its constructor declares tells it apart from a source
+    // this reader does not understand.
+    auto counts = pt2_wrapper_counts(text);
+    return counts && counts->constants == 0 ? std::optional<uint64_t>(0) : std::optional<uint64_t>();
   }
   uint64_t total = 0;
   for (const auto& [index, facts] : constants) {

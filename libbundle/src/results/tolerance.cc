@@ -236,6 +236,42 @@ Result<ComparisonStats> compare_tensors(const TensorBytes& got, const TensorByte
   return stats;
 }
 
+void check_unvalued_output(const TensorBytes& got, int8_t scalar_type, const std::vector<uint64_t>& shape,
+                           OutputComparison& out) {
+  out.values_compared = false;
+  if (got.scalar_type != scalar_type) {
+    out.problem = std::string("dtype ") + scalar_type_name(got.scalar_type) + ", expected " + scalar_type_name(scalar_type) +
+                  " (the method's signature)";
+    return;
+  }
+  if (got.shape != shape) {
+    out.problem = "shape " + shape_text(got.shape) + ", expected " + shape_text(shape) + " (the method's signature)";
+    return;
+  }
+  auto element_size = scalar_type_size(scalar_type);
+  if (!element_size || !is_comparable_type(scalar_type)) {
+    out.problem = std::string("dtype ") + scalar_type_name(scalar_type) + " cannot be checked for finite values";
+    return;
+  }
+  const uint64_t count = got.data.size() / *element_size;
+  out.stats.element_count = count;
+  if (is_integer_type(scalar_type)) return;
+  for (uint64_t i = 0; i < count; ++i) {
+    const double value = float_value(scalar_type, got.data.data() + i * *element_size);
+    if (std::isfinite(value)) continue;
+    if (!out.stats.worst_index) {
+      out.stats.worst_index = i;
+      out.stats.worst_got = value;
+    }
+    ++out.stats.mismatch_count;
+  }
+  if (out.stats.mismatch_count) {
+    out.problem = std::to_string(out.stats.mismatch_count) + " of " + std::to_string(count) +
+                  " values are not finite (element " + std::to_string(*out.stats.worst_index) + " is " +
+                  format_number("%g", out.stats.worst_got) + ")";
+  }
+}
+
 namespace {
 
 // How far the worst element of a failing output is off: the ratio of its
@@ -268,17 +304,31 @@ std::string failure_detail(const OutputComparison& output) {
 std::string test_case_verdict(const std::string& part, const std::vector<OutputComparison>& outputs) {
   const OutputComparison* worst = nullptr;
   double max_abs = 0;
+  size_t compared = 0;
+  std::string unvalued;  // "output 0, output 1"
   for (const auto& output : outputs) {
+    if (!output.values_compared) unvalued += (unvalued.empty() ? "" : ", ") + output.name;
+    else ++compared;
     if (output.passed()) {
       max_abs = std::max(max_abs, output.stats.max_abs_error);
       continue;
     }
     if (!worst || badness(output) > badness(*worst)) worst = &output;
   }
+  const std::string not_compared =
+      unvalued.empty() ? ""
+                       : "; values of " + unvalued +
+                             " not compared: the test case records inputs only (a sampler's example, which never "
+                             "reproduces its outputs); checked: dtype and shape against the signature, every value finite";
+  if (!worst && compared == 0) {
+    return "part " + part + " ran its test case (" + std::to_string(outputs.size()) +
+           (outputs.size() == 1 ? " output" : " outputs") + " of the dtype and shape its signature gives, every value finite" +
+           not_compared + ")";
+  }
   if (!worst) {
-    return "part " + part + " reproduces its test case (" + std::to_string(outputs.size()) +
-           (outputs.size() == 1 ? " output" : " outputs") + ", max abs diff " + format_number("%.2e", max_abs) +
-           ")";
+    return "part " + part + " reproduces its test case (" + std::to_string(compared) +
+           (compared == 1 ? " output" : " outputs") + ", max abs diff " + format_number("%.2e", max_abs) +
+           not_compared + ")";
   }
   std::string detail = failure_detail(*worst);
   if (outputs.size() > 1) detail = worst->name + ": " + detail;

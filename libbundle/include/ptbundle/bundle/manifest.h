@@ -109,8 +109,12 @@ struct CudaInfo {
 };
 
 // How one expected output is checked: tolerance.h's rule as export derived
-// it (or --atol/--rtol), said in `rule`.
+// it (or --atol/--rtol), said in `rule`. A sampler's example gives inputs
+// only: then compare_values is false, the test-case file holds no expected
+// value for the output, and verify checks its dtype and shape against the
+// method's signature and that every value is finite; `rule` says why.
 struct ManifestOutputCheck {
+  bool compare_values = true;  // JSON "compare": "values" or "dtype_shape_finite"
   double atol = 0;
   double rtol = 0;
   std::string rule;

@@ -102,14 +102,27 @@ struct OutputComparison {
   Tolerance tolerance;
   ComparisonStats stats;
   std::string problem;  // non-empty when the tensors could not be compared (dtype, shape)
+  // false: a sampler's output, checked by dtype, shape and finiteness only
+  // (its test case records no expected values).
+  bool values_compared = true;
   bool passed() const { return problem.empty() && stats.passed(); }
 };
+
+// A sampler's output: `got` must have `scalar_type` and `shape`, and every
+// value must be finite (integers always are); the result goes into `out`
+// (values_compared false, problem set when it fails). stats.element_count
+// and mismatch_count (values not finite) are filled.
+void check_unvalued_output(const TensorBytes& got, int8_t scalar_type, const std::vector<uint64_t>& shape,
+                           OutputComparison& out);
 
 // The measured error against what was allowed and the rule behind it:
 // "max abs diff 1.95e-03 > 0.0156 (atol 0.0156 + rtol 0.0078 * |expected|;
 // bfloat16: 4 ulp at max |expected| 0.5)".
 std::string failure_detail(const OutputComparison& output);
 
+// Outputs whose values were not compared (values_compared false) are named
+// as such, with why: "...; values of output 0 not compared: the test case
+// records inputs only (a sampler's example); checked: dtype, shape, finite".
 // "part encoder reproduces its test case (1 output, max abs diff 1.19e-07)" or
 // "part encoder does not reproduce its test case (max abs diff 9.53e-02 > 0.075);
 // export it again on this GPU". With several outputs the failing one is named.
