@@ -19,8 +19,8 @@ struct ExportArgs {
   std::string output;
   std::vector<std::string> parts;
   std::vector<std::string> examples;
-  double atol = 1e-3;
-  double rtol = 1e-3;
+  std::optional<double> atol;  // unset: each output's own (results/tolerance.h)
+  std::optional<double> rtol;
   bool force = false;
 };
 
@@ -158,10 +158,12 @@ Command add_export(CLI::App& root) {
   command->add_option("--part", args->parts, "NAME=SOURCE: a part and where it comes from (repeatable)")->required();
   command->add_option("--example", args->examples,
                       "PART=in0.npy[,in1.npy...]:out0.npy[,...]: example inputs and expected outputs; required for a "
-                      ".pt2 part, stored as the part's test case");
-  command->add_option("--atol", args->atol, "Absolute tolerance recorded for the test cases (default 1e-3)")
+                      ".pt2 part, stored as the part's test case; nothing after ':' for a sampler (outputs checked by dtype, "
+                      "shape and finiteness only)");
+  command->add_option("--atol", args->atol, "Absolute tolerance recorded for every test-case output (default: each output's own, "
+                      "from its dtype and largest magnitude)")
       ->check(CLI::NonNegativeNumber);
-  command->add_option("--rtol", args->rtol, "Relative tolerance recorded for the test cases (default 1e-3)")
+  command->add_option("--rtol", args->rtol, "Relative tolerance recorded for every test-case output (default: by dtype)")
       ->check(CLI::NonNegativeNumber);
   command->add_flag("--force", args->force, "Replace parts of the same name, and stray files in their way");
   add_json_flag(command, "Print the result as one JSON document (schemas/export.schema.json)");

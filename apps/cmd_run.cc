@@ -68,7 +68,7 @@ struct CheckModel {
   void fields(F& f) const {
     const OutputComparison& c = check.comparison;
     f("output", c.name)("expected", check.expected_file)("passed", c.passed())("atol", c.tolerance.atol)(
-        "rtol", c.tolerance.rtol)("max_abs_error", c.stats.max_abs_error)("mean_abs_error", c.stats.mean_abs_error)(
+        "rtol", c.tolerance.rtol)("tolerance_rule", c.tolerance.rule)("max_abs_error", c.stats.max_abs_error)("mean_abs_error", c.stats.mean_abs_error)(
         "max_rel_error", c.stats.max_rel_error)("mean_rel_error", c.stats.mean_rel_error)(
         "required_atol", c.stats.required_atol)("mismatches", c.stats.mismatch_count)(
         "problem", c.problem.empty() ? std::optional<std::string>() : c.problem);

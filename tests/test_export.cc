@@ -15,6 +15,7 @@
 #include "ptbundle/formats/pte_writer.h"
 #include "ptbundle/formats/ptd_writer.h"
 #include "ptbundle/base/sha256.h"
+#include "ptbundle/results/tolerance.h"
 #include "support.h"
 
 using namespace ptb;
@@ -532,6 +533,27 @@ TEST_CASE("export CLI: summary, --json, exit codes") {
   REQUIRE(manifest.ok());
   CHECK(manifest->parts.size() == 2);
   CHECK(manifest->find_part("mlp")->testcase->atol == doctest::Approx(0.01));
+  REQUIRE(manifest->find_part("mlp")->testcase->output_checks.size() == 1);
+  CHECK(manifest->find_part("mlp")->testcase->output_checks[0].atol == doctest::Approx(0.01));
+  CHECK(mentions(manifest->find_part("mlp")->testcase->output_checks[0].rule, "--atol/--rtol given to export"));
+
+  // Without --atol/--rtol: the output's own, from its dtype and magnitude
+  // (results/tolerance.h), the same function run --expect uses.
+  auto derived = ptb::test::run_cli("export -o " + quote(dir / "derived") + " --part mlp=" + quote(fixture("aoti/mlp_et.pt2")) +
+                                    " --example mlp=" + quote(fixture("aoti/mlp_et.in0.npy")) + ":" +
+                                    quote(fixture("aoti/mlp_et.out0.npy")));
+  REQUIRE_MESSAGE(derived.exit_code == 0, derived.err);
+  auto derived_manifest = read_manifest((dir / "derived").string());
+  REQUIRE(derived_manifest.ok());
+  const ManifestTestcase& t = *derived_manifest->find_part("mlp")->testcase;
+  REQUIRE(t.output_checks.size() == 1);
+  auto out0 = NpyFile::open(fixture("aoti/mlp_et.out0.npy").string());
+  REQUIRE(out0.ok());
+  Tolerance rule = output_tolerance({out0->header().scalar_type, out0->header().shape, out0->data()});
+  CHECK(t.output_checks[0].atol == rule.atol);
+  CHECK(t.output_checks[0].rtol == rule.rtol);
+  CHECK(mentions(t.output_checks[0].rule, "float32: 2048 ulp at max |expected|"));
+  CHECK(t.atol == rule.atol);
 
   auto again = ptb::test::run_cli("export -o " + quote(bundle) + " --part enc=" + quote(fixture("cuda/sm80/model.pte")));
   CHECK(again.exit_code == 2);

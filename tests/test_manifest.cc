@@ -29,7 +29,7 @@ Manifest sample() {
   method.delegates = {{"CudaBackend", std::string("encoder")}};
   part.methods = {method};
   part.cuda = CudaInfo{{{"sm_80", 80, "cubin"}, {"compute_75", 75, "ptx"}}, BuildGpu{std::nullopt, std::string("9.0"), std::nullopt}};
-  part.testcase = ManifestTestcase{"testcases/encoder.ptd", 1e-5, 1e-4, 1, 1};
+  part.testcase = ManifestTestcase{"testcases/encoder.ptd", 1e-5, 1e-4, 1, 1, {}};
   m.parts.push_back(part);
   ManifestPart head;
   head.name = "head";
@@ -170,6 +170,13 @@ TEST_CASE("manifest: every field is type-checked") {
   j = good;
   j["parts"][0]["testcase"] = nullptr;
   CHECK(mentions(refusal(j), "parts[0].testcase: is null but the part lists a testcase file"));
+  j = good;
+  j["parts"][0]["testcase"]["output_checks"] = Json::array({{{"atol", 1e-3}, {"rtol", 0}, {"rule", "x"}}, {{"atol", 1}, {"rtol", 0}, {"rule", "y"}}});
+  CHECK(mentions(refusal(j), "testcase.output_checks: has 2 entries; expected one per output (1)"));
+  j["parts"][0]["testcase"]["output_checks"] = Json::array({{{"atol", -1}, {"rtol", 0}, {"rule", "x"}}});
+  CHECK(mentions(refusal(j), "output_checks[0].atol: is negative"));
+  j["parts"][0]["testcase"]["output_checks"] = Json::array({{{"atol", 1}, {"rtol", 0}}});
+  CHECK(mentions(refusal(j), "output_checks[0]: lacks the key \"rule\""));
   j = good;
   j["parts"][1]["source"]["kind"] = "onnx";
   CHECK(mentions(refusal(j), "parts[1].source.kind: is \"onnx\""));

@@ -1,5 +1,6 @@
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -25,6 +26,8 @@ std::vector<uint8_t> bytes_of(const std::vector<T>& values) {
 TensorBytes view(int8_t type, std::vector<uint64_t> shape, const std::vector<uint8_t>& data) {
   return {type, std::move(shape), Bytes(data.data(), data.size())};
 }
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 ComparisonStats compare_floats(const std::vector<float>& got, const std::vector<float>& want, Tolerance tolerance) {
   auto got_bytes = bytes_of(got);
@@ -148,7 +151,8 @@ TEST_CASE("tolerance: NaN and infinities") {
   CHECK(std::isinf(bad.max_abs_error));
   CHECK(std::isinf(bad.required_atol));
   CHECK(test_case_verdict("encoder", {{"output 0", {1e-5, 1e-4}, bad, ""}}) ==
-        "part encoder does not reproduce its test case (element 1 is nan, expected 0.5); export it again on this GPU");
+        "part encoder does not reproduce its test case (element 1 is nan, expected 0.5 (atol 1e-05 + rtol 0.0001 * "
+              "|expected|)); export it again on this GPU");
 
   auto overflow = compare_floats({inf}, {3.0e38f}, Tolerance{0, 1.0});
   CHECK(overflow.mismatch_count == 1);
@@ -159,7 +163,8 @@ TEST_CASE("tolerance: the verdict sentence") {
   auto stats = compare_floats({0.5953f, 1.0f}, {0.5f, 1.0f}, Tolerance{0.05, 0.05});
   REQUIRE(stats.mismatch_count == 1);
   CHECK(test_case_verdict("encoder", {{"output 0", {0.05, 0.05}, stats, ""}}) ==
-        "part encoder does not reproduce its test case (max abs diff 9.53e-02 > 0.075); export it again on this GPU");
+        "part encoder does not reproduce its test case (max abs diff 9.53e-02 > 0.075 at element 0 (atol 0.05 + rtol "
+              "0.05 * |expected|)); export it again on this GPU");
 
   auto exact = compare_floats({0.5f, 1.0f}, {0.5f, 1.0f}, Tolerance{0.05, 0.05});
   auto close = compare_floats({0.5f, 1.0f + 1.1920929e-07f}, {0.5f, 1.0f}, Tolerance{1e-5, 1e-4});
@@ -172,7 +177,8 @@ TEST_CASE("tolerance: the verdict sentence") {
   auto slightly = compare_floats({1.2f}, {1.0f}, Tolerance{0.1, 0});
   auto badly = compare_floats({3.0f}, {1.0f}, Tolerance{0.1, 0});
   CHECK(test_case_verdict("head", {{"logits", {0.1, 0}, slightly, ""}, {"actions", {0.1, 0}, badly, ""}, {"c", {}, exact, ""}}) ==
-        "part head does not reproduce its test case (actions: max abs diff 2.00e+00 > 0.1); export it again on this GPU");
+        "part head does not reproduce its test case (actions: max abs diff 2.00e+00 > 0.1 at element 0 (atol 0.1 + rtol 0 * "
+              "|expected|)); export it again on this GPU");
   // An output that could not be compared is the worst of all.
   CHECK(test_case_verdict("head", {{"logits", {0.1, 0}, badly, ""}, {"output 1", {}, {}, "shape [4, 8], expected [4, 16]"}}) ==
         "part head does not reproduce its test case (output 1: shape [4, 8], expected [4, 16]); export it again on this GPU");
@@ -248,4 +254,90 @@ TEST_CASE("tolerance: tensors of another dtype, shape or size are not compared")
   REQUIRE(empty.ok());
   CHECK(empty->element_count == 0);
   CHECK(empty->passed());
+}
+
+TEST_CASE("tolerance: one rule from the expected output's dtype and largest magnitude") {
+  // The bf16 MLP: outputs up to 0.5 (bfloat16 0x3f00); one ulp there
+  // is 2^-8 = 3.9e-3, so an error of 1.95e-3 (half an ulp) must pass.
+  std::vector<uint16_t> want{0x3f00, 0x3e80, 0xbe00, 0x0000};  // 0.5, 0.25, -0.125, 0
+  auto want_bytes = bytes_of(want);
+  Tolerance bf = output_tolerance(view(kBFloat16, {4}, want_bytes));
+  CHECK(bf.atol == std::ldexp(4.0, -8));
+  CHECK(bf.rtol == std::ldexp(1.0, -7));
+  CHECK(contains(bf.rule, "bfloat16: 4 ulp at max |expected| 0.5"));
+  std::vector<uint16_t> got{0x3f00, 0x3e81, 0xbe00, 0x3b00};  // 0.25 + 1 ulp; 0 -> 1.95e-3
+  auto got_bytes = bytes_of(got);
+  auto stats = compare_tensors(view(kBFloat16, {4}, got_bytes), view(kBFloat16, {4}, want_bytes), bf);
+  REQUIRE(stats.ok());
+  CHECK(stats->max_abs_error == doctest::Approx(1.953125e-3));
+  CHECK(stats->passed());
+  // The old fixed 1e-3 + 1e-3 * |e| that export recorded failed it.
+  CHECK_FALSE(compare_tensors(view(kBFloat16, {4}, got_bytes), view(kBFloat16, {4}, want_bytes), Tolerance{1e-3, 1e-3})
+                  ->passed());
+
+  // float16 at 3.0: ulp 2^-9.
+  std::vector<uint16_t> half{0x4200, 0x3c00};  // 3.0, 1.0
+  auto half_bytes = bytes_of(half);
+  CHECK(output_tolerance(view(kHalf, {2}, half_bytes)).atol == std::ldexp(4.0, -9));
+
+  // float32: 2048 ulp at M; NaN and infinities do not set the magnitude.
+  auto floats = bytes_of(std::vector<float>{0.75f, -0.1f, std::numeric_limits<float>::quiet_NaN(),
+                                            std::numeric_limits<float>::infinity()});
+  Tolerance f32 = output_tolerance(view(kFloat, {4}, floats));
+  CHECK(f32.atol == std::ldexp(2048.0, -24));  // ulp(0.75) = 2^-24
+  CHECK(f32.rtol == std::ldexp(1.0, -16));
+  // No nonzero finite value: the scale is 1.
+  auto zeros = bytes_of(std::vector<float>{0.0f, 0.0f});
+  CHECK(output_tolerance(view(kFloat, {2}, zeros)).atol == std::ldexp(2048.0, -23));
+  CHECK(contains(output_tolerance(view(kFloat, {2}, zeros)).rule, "none nonzero"));
+  // Integers and bool: exact.
+  auto longs = bytes_of(std::vector<int64_t>{1, 1000});
+  Tolerance exact = output_tolerance(view(kLong, {2}, longs));
+  CHECK(exact.atol == 0);
+  CHECK(exact.rtol == 0);
+  CHECK(contains(exact.rule, "exact"));
+  // A byte count that does not match the shape is not read past its end.
+  std::vector<uint8_t> odd(3, 0x7f);
+  CHECK(output_tolerance(view(kFloat, {4}, odd)).atol == std::ldexp(2048.0, -23));
+}
+
+TEST_CASE("tolerance: mlp_et's expected output passes the conv-net error that run --expect once failed") {
+  PTB_REQUIRE_FIXTURES();
+  auto expected = NpyFile::open(ptb::test::fixture("aoti/mlp_et.out0.npy").string());
+  REQUIRE_MESSAGE(expected.ok(), expected.error().message);
+  TensorBytes want{expected->header().scalar_type, expected->header().shape, expected->data()};
+  Tolerance rule = output_tolerance(want);
+  double magnitude = 0;
+  std::vector<float> values(32);
+  std::memcpy(values.data(), expected->data().data(), 128);
+  for (float v : values) magnitude = std::max(magnitude, static_cast<double>(std::fabs(v)));
+  REQUIRE(magnitude > 0);
+  CHECK(rule.atol == std::ldexp(2048.0, std::ilogb(magnitude) - 23));
+  CHECK(rule.atol <= magnitude * std::ldexp(1.0, -12));
+  CHECK(rule.atol > magnitude * std::ldexp(1.0, -13));
+
+  // An error of a few float32 ulps passes; one of 1 % of the magnitude fails,
+  // and the message gives the error, what was allowed and the rule.
+  size_t largest = 0;
+  for (size_t i = 1; i < values.size(); ++i)
+    if (values[i] > values[largest]) largest = i;
+  std::vector<float> near = values;
+  near[largest] = std::nextafter(std::nextafter(near[largest], 1e30f), 1e30f);
+  auto near_bytes = bytes_of(near);
+  CHECK(compare_tensors({kFloat, want.shape, Bytes(near_bytes.data(), near_bytes.size())}, want, rule)->passed());
+  std::vector<float> far = values;
+  far[largest] += static_cast<float>(magnitude * 0.01);
+  auto far_bytes = bytes_of(far);
+  OutputComparison comparison;
+  comparison.name = "output 0";
+  comparison.tolerance = rule;
+  auto stats = compare_tensors({kFloat, want.shape, Bytes(far_bytes.data(), far_bytes.size())}, want, rule);
+  REQUIRE(stats.ok());
+  comparison.stats = *stats;
+  CHECK_FALSE(comparison.passed());
+  const std::string verdict = test_case_verdict("mlp", {comparison});
+  INFO(verdict);
+  CHECK(contains(verdict, "max abs diff "));
+  CHECK(contains(verdict, "at element " + std::to_string(largest)));
+  CHECK(contains(verdict, "float32: 2048 ulp at max |expected|"));
 }

@@ -126,7 +126,7 @@ ManifestPart describe_part(const fs::path& dir, const std::string& name) {
   CudaInfo cuda;
   for (const auto& [target, kind] : targets) cuda.kernel_targets.push_back({target, 0, kind});
   part.cuda = cuda;
-  if (part.find_file(FileRole::Testcase)) part.testcase = ManifestTestcase{part_file_path(name, FileRole::Testcase), 1e-3, 1e-3, 1, 1};
+  if (part.find_file(FileRole::Testcase)) part.testcase = ManifestTestcase{part_file_path(name, FileRole::Testcase), 1e-3, 1e-3, 1, 1, {}};
   return part;
 }
 

@@ -30,8 +30,8 @@ std::vector<uint64_t> shape_of(const std::vector<int64_t>& sizes) {
 
 // Runs `inputs` and compares with `expected`; the verdict names the part.
 void run_and_compare(const std::string& subject, const std::string& part_name, const RunPart& part, int device,
-                     const std::vector<HostTensor>& inputs, const std::vector<TensorBytes>& expected,
-                     const std::optional<Tolerance>& recorded, CheckList& checks) {
+                     const std::vector<HostTensor>& inputs, const std::vector<ExpectedOutput>& wanted,
+                     CheckList& checks) {
   LoadOptions options;
   options.device = device;
   auto model = load_part(part, options);
@@ -43,11 +43,6 @@ void run_and_compare(const std::string& subject, const std::string& part_name, c
   if (!outputs.ok()) {
     checks.fail(checks::kTestcase, subject, outputs.error().message);
     return;
-  }
-  std::vector<ExpectedOutput> wanted;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    wanted.push_back({i, "output " + std::to_string(i), expected[i],
-                      recorded ? *recorded : default_tolerance(expected[i].scalar_type)});
   }
   const std::vector<OutputComparison> comparisons = compare_outputs(*outputs, wanted);
   const std::string verdict = test_case_verdict(part_name, comparisons);
@@ -71,19 +66,46 @@ void reproduce_bundle_part(const VerifySubject& subject, GpuCapability gpu, int 
   }
   const PtdFile& file = *subject.testcase;
   std::vector<HostTensor> inputs;
-  std::vector<TensorBytes> expected;
   // The test-case file passed its checks: every key is there with a layout.
   for (uint32_t i = 0; i < subject.manifest->testcase->inputs; ++i) {
     const PtdEntry& entry = *file.find(testcase_key(subject.testcase_method, false, i));
     Bytes bytes = file.bytes(entry);
     inputs.push_back({entry.layout->scalar_type, shape_of(entry.layout->sizes), {bytes.begin(), bytes.end()}});
   }
-  for (uint32_t i = 0; i < subject.manifest->testcase->outputs; ++i) {
-    const PtdEntry& entry = *file.find(testcase_key(subject.testcase_method, true, i));
-    expected.push_back({entry.layout->scalar_type, shape_of(entry.layout->sizes), file.bytes(entry)});
+  // What export recorded: each output's tolerance, or (bundles written before
+  // output_checks) one for all. A sampler's outputs have no expected values:
+  // the method's signature gives their dtype and shape (the test-case file
+  // check compared its count with bundle.json's).
+  const ManifestTestcase& testcase = *subject.manifest->testcase;
+  const MethodInfo* method = nullptr;
+  for (const MethodInfo& m : subject.program->methods())
+    if (m.name == subject.testcase_method) method = &m;
+  std::vector<ExpectedOutput> wanted;
+  for (uint32_t i = 0; i < testcase.outputs; ++i) {
+    ExpectedOutput want;
+    want.index = i;
+    want.name = "output " + std::to_string(i);
+    if (i < testcase.output_checks.size() && !testcase.output_checks[i].compare_values) {
+      if (!method || i >= method->outputs.size() || !method->outputs[i].tensor) {
+        checks.fail(checks::kTestcase, subject.label, "output " + std::to_string(i) + " has no tensor in the method's signature");
+        return;
+      }
+      want.compare_values = false;
+      want.tensor = {method->outputs[i].tensor->scalar_type, shape_of(method->outputs[i].tensor->sizes), Bytes()};
+      want.tolerance.rule = testcase.output_checks[i].rule;
+    } else {
+      const PtdEntry& entry = *file.find(testcase_key(subject.testcase_method, true, i));
+      want.tensor = {entry.layout->scalar_type, shape_of(entry.layout->sizes), file.bytes(entry)};
+      if (i < testcase.output_checks.size()) {
+        const ManifestOutputCheck& c = testcase.output_checks[i];
+        want.tolerance = {c.atol, c.rtol, "recorded in bundle.json: " + c.rule};
+      } else {
+        want.tolerance = {testcase.atol, testcase.rtol, "recorded in bundle.json for every output"};
+      }
+    }
+    wanted.push_back(std::move(want));
   }
-  Tolerance tolerance{subject.manifest->testcase->atol, subject.manifest->testcase->rtol};
-  run_and_compare(subject.label, subject.part_name, *part, device, inputs, expected, tolerance, checks);
+  run_and_compare(subject.label, subject.part_name, *part, device, inputs, wanted, checks);
 }
 
 // The program inside the .bpte and its data file, as the integrity checks
@@ -96,7 +118,7 @@ void reproduce_bundled_program(const VerifySubject& subject, GpuCapability gpu, 
       const std::string where = subject.label + ": " + suite.method_name + " test case " + std::to_string(c);
       const BundledTestCase& test = suite.test_cases[c];
       std::vector<HostTensor> inputs;
-      std::vector<TensorBytes> expected;
+      std::vector<ExpectedOutput> expected;
       std::string unsupported;
       for (size_t i = 0; i < test.inputs.size() && unsupported.empty(); ++i) {
         const BundledValue& value = test.inputs[i];
@@ -106,7 +128,10 @@ void reproduce_bundled_program(const VerifySubject& subject, GpuCapability gpu, 
       for (size_t i = 0; i < test.expected_outputs.size() && unsupported.empty(); ++i) {
         const BundledValue& value = test.expected_outputs[i];
         if (!value.tensor) unsupported = "expected output " + std::to_string(i) + " is a " + value.kind;
-        else expected.push_back({value.tensor->scalar_type, shape_of(value.tensor->sizes), value.tensor->data});
+        else {
+          TensorBytes tensor{value.tensor->scalar_type, shape_of(value.tensor->sizes), value.tensor->data};
+          expected.push_back({i, "output " + std::to_string(i), tensor, output_tolerance(tensor), true});
+        }
       }
       if (!unsupported.empty()) {
         checks.skip(checks::kTestcase, where, unsupported + "; ptbundle runs tensors only");
@@ -122,7 +147,7 @@ void reproduce_bundled_program(const VerifySubject& subject, GpuCapability gpu, 
         checks.fail(checks::kTestcase, where, part.error().message);
         continue;
       }
-      run_and_compare(where, subject.part_name, *part, device, inputs, expected, std::nullopt, checks);
+      run_and_compare(where, subject.part_name, *part, device, inputs, expected, checks);
     }
   }
   if (cases == 0) checks.skip(checks::kTestcase, subject.label, "the BundledProgram holds no test case");

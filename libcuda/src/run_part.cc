@@ -61,6 +61,8 @@ Status resolve_weights(const ProgramWithData& source, const std::string& name, c
                      " is in no data file: none was found beside it");
     }
     PTB_TRY(Bytes blob, named_bytes(source, name, payload.weights_key, "weights blob"));
+    // A program without weights has an empty blob: nothing to upload.
+    if (blob.empty()) return {};
     part.weights.layout = WeightsLayout::Blob;
     part.weights.blob_key = payload.weights_key;
     part.weights.blob = blob;
@@ -195,13 +197,19 @@ Result<RunPart> open_pt2_part(const std::string& path, const RunPartOptions& opt
     return invalid(path + ": model " + model->name + " keeps its kernels in " +
                    std::to_string(model->kernel_binaries.size()) + " separate files" + recompile);
   }
-  if (model->weights_in_library()) {
-    return invalid(path + ": model " + model->name + " has its weights compiled into the library" + recompile);
+  // export's own checks: weights in a blob, or none at all (no constants).
+  if (Status ok = check_cuda_package_model(package, *model, recompile + 2, /*read_through=*/false); !ok.ok()) {
+    if (model->weights_in_library())
+      return invalid(path + ": model " + model->name + " has its weights compiled into the library" + recompile);
+    return ok.error();
   }
 
   auto storage = std::make_shared<std::vector<std::vector<uint8_t>>>();
   PTB_TRY(auto library, package.read_entry(model->wrapper_library, options.max_library_bytes));
-  PTB_TRY(auto blob, package.read_entry(*model->weights_blob, options.max_weights_bytes));
+  std::vector<uint8_t> blob;
+  if (model->weights_blob) {
+    PTB_TRY(blob, package.read_entry(*model->weights_blob, options.max_weights_bytes));
+  }
   storage->push_back(std::move(library));
   storage->push_back(std::move(blob));
 
@@ -215,10 +223,12 @@ Result<RunPart> open_pt2_part(const std::string& path, const RunPartOptions& opt
   if (const std::string* sm = model->metadata_value("AOTI_COMPUTE_CAPABILITY")) {
     part.variant += " (compiled on sm_" + *sm + ")";
   }
-  part.weights.layout = WeightsLayout::Blob;
-  part.weights.file = path;
-  part.weights.blob_key = *model->weights_blob;
-  part.weights.blob = Bytes((*storage)[1].data(), (*storage)[1].size());
+  if (!(*storage)[1].empty()) {  // else a program without weights
+    part.weights.layout = WeightsLayout::Blob;
+    part.weights.file = path;
+    part.weights.blob_key = *model->weights_blob;
+    part.weights.blob = Bytes((*storage)[1].data(), (*storage)[1].size());
+  }
   PTB_CHECK(check_kernels(part, options));
   part.keep_alive = storage;
   part.read_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

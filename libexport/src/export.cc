@@ -55,6 +55,20 @@ class FolderChanges {
   bool kept_ = false;
 };
 
+// bundle.json's test-case entry: each output's tolerance by tolerance.h's
+// rule, or --atol/--rtol where given; atol/rtol the largest, for people.
+ManifestTestcase testcase_entry(const std::string& path, const detail::PreparedPart& part, const ExportOptions& options) {
+  ManifestTestcase t{path, 0, 0, part.testcase_inputs, part.testcase_outputs, part.output_checks};
+  for (auto& check : t.output_checks) {
+    if (options.atol) check.atol = *options.atol;
+    if (options.rtol) check.rtol = *options.rtol;
+    if (options.atol || options.rtol) check.rule = "--atol/--rtol given to export, over: " + check.rule;
+    t.atol = std::max(t.atol, check.atol);
+    t.rtol = std::max(t.rtol, check.rtol);
+  }
+  return t;
+}
+
 struct WrittenFile {
   ManifestFile entry;
   std::unique_ptr<AtomicOutput> output;
@@ -116,8 +130,7 @@ class PartWriter {
       (void)testcase_layout;
       PTB_CHECK(finish_hash(testcase));
       written.files.push_back(std::move(testcase));
-      written.manifest.testcase = ManifestTestcase{written.files.back().entry.path, options_.atol,
-                                                   options_.rtol, part.testcase_inputs, part.testcase_outputs};
+      written.manifest.testcase = testcase_entry(written.files.back().entry.path, part, options_);
     }
 
     written.manifest.name = part.name;
@@ -217,9 +230,9 @@ Status check_requests(const ExportOptions& options, const Manifest& existing, co
   return {};
 }
 
-Status check_tolerance(double value, const char* option) {
-  if (std::isfinite(value) && value >= 0) return {};
-  return usage_error(std::string(option) + " " + std::to_string(value) + ": expected a finite number >= 0");
+Status check_tolerance(const std::optional<double>& value, const char* option) {
+  if (!value || (std::isfinite(*value) && *value >= 0)) return {};
+  return usage_error(std::string(option) + " " + std::to_string(*value) + ": expected a finite number >= 0");
 }
 
 }  // namespace

@@ -42,6 +42,7 @@ struct PreparedPart {
   std::optional<PtdContents> testcase;
   uint32_t testcase_inputs = 0;
   uint32_t testcase_outputs = 0;
+  std::vector<ManifestOutputCheck> output_checks;  // one per expected output
 
   std::optional<CudaInfo> cuda;
   std::vector<std::string> notes;
@@ -65,6 +66,10 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
 
 // Loads the example .npy files into part.testcase (keys documented in
 // testcase.h), checking them against target.method when it is known.
+// For an example with inputs only: `count` outputs whose values the test
+// case does not compare (dtype, shape and finiteness only), saying why.
+void mark_outputs_unchecked(PreparedPart& part, size_t count);
+
 Status attach_example(PreparedPart& part, const ExampleFiles& example, const ExampleTarget& target);
 
 // Kernel targets of the CUDA libraries in `libraries`, sorted and distinct.

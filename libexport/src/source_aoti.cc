@@ -7,6 +7,7 @@
 
 #include "aoti_program.h"
 #include "prepared_part.h"
+#include "ptbundle/base/sha256.h"
 #include "ptbundle/formats/cuda_payload.h"
 #include "ptbundle/formats/pt2.h"
 
@@ -56,6 +57,52 @@ Result<TensorSignature> signature_of(const NpyHeader& npy, const std::string& pa
   return signature;
 }
 
+// An example with inputs only (a sampler): the outputs' dtypes and shapes
+// come from the package's wrapper source, which allocates each output with
+// constant sizes; where it does not say, the user has to give output files.
+Status outputs_from_wrapper(const PartRequest& request, const Pt2Package& package, const Pt2Model& model,
+                            SingleDelegateProgram& spec, PreparedPart& part) {
+  const std::string give = "; give the outputs after ':' (--example " + request.name +
+                           "=IN.npy[,...]:OUT.npy[,...]) so that the example fixes them";
+  PTB_TRY(auto source, pt2_wrapper_source(package, model));
+  if (!source) return invalid(request.program + ": the example gives inputs only, and the package holds no *.wrapper.cpp "
+                              "that says the outputs' dtypes and shapes" + give);
+  auto counts = pt2_wrapper_counts(*source);
+  if (!counts || counts->outputs == 0)
+    return invalid(request.program + ": the example gives inputs only, and the wrapper source declares no output count "
+                   "(AOTInductorModelBase(inputs, outputs, constants, ...))" + give);
+  if (counts->inputs != spec.inputs.size())
+    return invalid("--example " + request.name + ": " + std::to_string(spec.inputs.size()) + " input file(s); " +
+                   request.program + "'s wrapper declares " + std::to_string(counts->inputs) + " input(s)");
+  auto outputs = pt2_wrapper_outputs(*source, counts->outputs);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i]) {
+      return invalid(request.program + ": the example gives inputs only, and the wrapper source does not allocate output " +
+                     std::to_string(i) + " with constant sizes (output_handles[" + std::to_string(i) +
+                     "] is a view, an input or of symbolic size)" + give);
+    }
+    TensorSignature signature;
+    signature.scalar_type = outputs[i]->scalar_type;
+    uint64_t count = 1;
+    for (int64_t size : outputs[i]->sizes) {
+      if (size < 0 || size > 0x7fffffff)
+        return invalid(request.program + ": output " + std::to_string(i) + " has size " + std::to_string(size) +
+                       " in its wrapper source; expected 0..2147483647");
+      signature.sizes.push_back(static_cast<int32_t>(size));
+      if (__builtin_mul_overflow(count, static_cast<uint64_t>(size), &count) || count > (1ull << 40))
+        return invalid(request.program + ": output " + std::to_string(i) + " is larger than 2^40 elements");
+    }
+    auto element = scalar_type_size(outputs[i]->scalar_type);
+    if (!element) return invalid(request.program + ": output " + std::to_string(i) + " has a dtype ptbundle does not know");
+    signature.nbytes = count * *element;
+    spec.outputs.push_back(std::move(signature));
+  }
+  mark_outputs_unchecked(part, spec.outputs.size());
+  part.notes.push_back(request.program + ": the example gives inputs only; the test case checks each output's dtype, "
+                       "shape and finiteness, not its values (outputs read from the wrapper source)");
+  return {};
+}
+
 }  // namespace
 
 Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::string& scratch_dir) {
@@ -89,11 +136,24 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
     PTB_TRY(auto signature, signature_of(part.npys[i]->header(), part.npys[i]->path()));
     (i < part.testcase_inputs ? spec.inputs : spec.outputs).push_back(std::move(signature));
   }
+  if (request.example->outputs.empty()) PTB_CHECK(outputs_from_wrapper(request, package, model, spec, part));
 
   PTB_TRY(const MappedFile* library, extract(part, package, model.wrapper_library, scratch_dir, "library.so"));
-  PTB_TRY(const MappedFile* weights, extract(part, package, *model.weights_blob, scratch_dir, "weights.blob"));
   PTB_TRY(auto library_hash, sha256_range_hex(*library, 0, library->size()));
-  PTB_TRY(auto weights_hash, sha256_range_hex(*weights, 0, weights->size()));
+  // A program without weights (check_cuda_package_model let it through only
+  // when its wrapper declares no constants) has an empty blob or none: its
+  // data file still holds the blob's key, with no bytes, so that the payload
+  // keeps ExecuTorch's single-blob form and a loader finds what it names.
+  const Pt2Entry* blob_entry = model.weights_blob ? package.find_entry(*model.weights_blob) : nullptr;
+  SegmentSource weights_source = SegmentSource::memory({});
+  std::string weights_hash = to_hex(sha256({}));
+  if (blob_entry && blob_entry->size > 0) {
+    PTB_TRY(const MappedFile* weights, extract(part, package, *model.weights_blob, scratch_dir, "weights.blob"));
+    PTB_TRY(weights_hash, sha256_range_hex(*weights, 0, weights->size()));
+    weights_source = SegmentSource::file_range(*weights, 0, weights->size());
+  } else {
+    part.notes.push_back(request.program + ": the program has no weights (its wrapper declares no constants)");
+  }
   spec.library_key = library_hash + "_so_blob";
 
   CudaPayload payload;
@@ -106,12 +166,13 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
   part.pte_segments = {SegmentSource::memory({}), SegmentSource::memory(payload_bytes),
                        SegmentSource::file_range(*library, 0, library->size())};
   part.data_contents.emplace();
-  part.data_contents->add(payload.weights_key, SegmentSource::file_range(*weights, 0, weights->size()));
+  part.data_contents->add(payload.weights_key, std::move(weights_source));
 
   PTB_TRY(auto targets, kernel_targets_of({library->bytes()}, {request.program + " " + model.wrapper_library}));
   BuildGpu gpu;
   gpu.compute_capability = compute_capability(model);
-  part.cuda = CudaInfo{std::move(targets), gpu.compute_capability ? std::optional<BuildGpu>(gpu) : std::nullopt};
+  part.cuda = CudaInfo{std::move(targets), gpu.compute_capability ? std::optional<BuildGpu>(gpu) : std::nullopt,
+                       !(blob_entry && blob_entry->size > 0)};
   if (part.cuda->kernel_targets.empty())
     part.notes.push_back(request.program + ": no CUDA kernel image found in the library");
   return part;

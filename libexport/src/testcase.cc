@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "prepared_part.h"
+#include "ptbundle/results/tolerance.h"
 
 namespace ptb::detail {
 namespace {
@@ -77,6 +78,11 @@ Status add_values(PreparedPart& part, PtdContents& contents, const std::vector<s
     if (target.method) PTB_CHECK(check_against(npy.header(), (outputs ? target.method->outputs : target.method->inputs)[i], what));
     PTB_TRY(auto layout, layout_of(npy.header(), what));
     auto owned = std::make_unique<NpyFile>(std::move(npy));
+    if (outputs) {
+      const NpyHeader& header = owned->header();
+      Tolerance tolerance = output_tolerance({header.scalar_type, header.shape, owned->data()});
+      part.output_checks.push_back({true, tolerance.atol, tolerance.rtol, tolerance.rule});
+    }
     contents.add(testcase_key(target.method_name, outputs, i),
                  SegmentSource::file_range(owned->file(), owned->header().data_offset, owned->header().data_size),
                  std::move(layout));
@@ -87,14 +93,25 @@ Status add_values(PreparedPart& part, PtdContents& contents, const std::vector<s
 
 }  // namespace
 
+void mark_outputs_unchecked(PreparedPart& part, size_t count) {
+  part.testcase_outputs = static_cast<uint32_t>(count);
+  part.output_checks.assign(count, ManifestOutputCheck{
+      false, 0, 0,
+      "values not compared: the example gives inputs only (--example " + part.name +
+          "=IN.npy[,...]: with nothing after ':', as for a program that draws its own noise and never reproduces "
+          "its outputs); checked: dtype and shape against the signature, every value finite"});
+}
+
 Status attach_example(PreparedPart& part, const ExampleFiles& example, const ExampleTarget& target) {
   if (example.inputs.empty()) return usage_error("--example for part " + part.name + ": no input files; expected PART=in0.npy[,in1.npy...]:out0.npy[,...]");
-  if (example.outputs.empty()) return usage_error("--example for part " + part.name + ": no output files after ':'");
   PtdContents contents;
   PTB_CHECK(add_values(part, contents, example.inputs, false, target));
-  PTB_CHECK(add_values(part, contents, example.outputs, true, target));
+  if (!example.outputs.empty()) PTB_CHECK(add_values(part, contents, example.outputs, true, target));
   part.testcase_inputs = static_cast<uint32_t>(example.inputs.size());
   part.testcase_outputs = static_cast<uint32_t>(example.outputs.size());
+  // Inputs only: the method's signature fixes the outputs (a .pt2 part's
+  // caller marks them once it has read them from the package).
+  if (example.outputs.empty() && target.method) mark_outputs_unchecked(part, target.method->outputs.size());
   part.testcase = std::move(contents);
   return {};
 }

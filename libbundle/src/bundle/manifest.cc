@@ -163,6 +163,7 @@ Json part_json(const ManifestPart& part) {
     } else {
       cuda["built_on"] = nullptr;
     }
+    if (part.cuda->no_weights) cuda["weights"] = "none";
     out["cuda"] = cuda;
   } else {
     out["cuda"] = nullptr;
@@ -170,6 +171,16 @@ Json part_json(const ManifestPart& part) {
   if (part.testcase) {
     const auto& t = *part.testcase;
     out["testcase"] = {{"path", t.path}, {"atol", t.atol}, {"rtol", t.rtol}, {"inputs", t.inputs}, {"outputs", t.outputs}};
+    if (!t.output_checks.empty()) {
+      Json checks = Json::array();
+      for (const auto& c : t.output_checks) {
+        checks.push_back({{"compare", c.compare_values ? "values" : "dtype_shape_finite"},
+                          {"atol", c.atol},
+                          {"rtol", c.rtol},
+                          {"rule", c.rule}});
+      }
+      out["testcase"]["output_checks"] = checks;
+    }
   } else {
     out["testcase"] = nullptr;
   }
@@ -234,7 +245,7 @@ Result<ManifestMethod> read_method(const JsonReader& r, const Json& json, const 
 }
 
 Result<CudaInfo> read_cuda(const JsonReader& r, const Json& json, const std::string& path) {
-  PTB_CHECK(r.expect_object(json, path, {"kernel_targets", "built_on"}));
+  PTB_CHECK(r.expect_object(json, path, {"kernel_targets", "built_on", "weights"}));
   CudaInfo cuda;
   PTB_TRY(const Json* targets, r.array(json, path, "kernel_targets"));
   for (size_t i = 0; i < targets->size(); ++i) {
@@ -259,6 +270,11 @@ Result<CudaInfo> read_cuda(const JsonReader& r, const Json& json, const std::str
     PTB_TRY(gpu.compute_capability, r.optional_string(*built_on, at, "compute_capability"));
     PTB_TRY(gpu.driver_version, r.optional_string(*built_on, at, "driver_version"));
     cuda.built_on = gpu;
+  }
+  if (json.contains("weights")) {
+    PTB_TRY(std::string weights, r.string(json, path, "weights"));
+    if (weights != "none") return r.error(path + ".weights", "is " + q(weights) + "; expected \"none\" (or no key)");
+    cuda.no_weights = true;
   }
   return cuda;
 }
@@ -361,7 +377,7 @@ Result<ManifestPart> read_part(const JsonReader& r, const Json& json, const std:
   PTB_TRY(const Json* testcase, r.member(json, path, "testcase"));
   if (!testcase->is_null()) {
     std::string at = path + ".testcase";
-    PTB_CHECK(r.expect_object(*testcase, at, {"path", "atol", "rtol", "inputs", "outputs"}));
+    PTB_CHECK(r.expect_object(*testcase, at, {"path", "atol", "rtol", "inputs", "outputs", "output_checks"}));
     ManifestTestcase t;
     PTB_TRY(t.path, r.string(*testcase, at, "path"));
     const ManifestFile* listed = part.find_file(FileRole::Testcase);
@@ -374,6 +390,28 @@ Result<ManifestPart> read_part(const JsonReader& r, const Json& json, const std:
     PTB_TRY(auto outputs, r.unsigned_number(*testcase, at, "outputs", UINT32_MAX));
     t.inputs = static_cast<uint32_t>(inputs);
     t.outputs = static_cast<uint32_t>(outputs);
+    if (testcase->contains("output_checks")) {
+      PTB_TRY(const Json* checks, r.array(*testcase, at, "output_checks"));
+      if (checks->size() != t.outputs)
+        return r.error(at + ".output_checks", "has " + std::to_string(checks->size()) + " entries; expected one per output (" +
+                                                  std::to_string(t.outputs) + ")");
+      for (size_t i = 0; i < checks->size(); ++i) {
+        const Json& item = (*checks)[i];
+        std::string where = at + ".output_checks[" + std::to_string(i) + "]";
+        PTB_CHECK(r.expect_object(item, where, {"compare", "atol", "rtol", "rule"}));
+        ManifestOutputCheck check;
+        if (item.contains("compare")) {
+          PTB_TRY(std::string compare, r.string(item, where, "compare"));
+          if (compare != "values" && compare != "dtype_shape_finite")
+            return r.error(where + ".compare", "is " + q(compare) + "; expected \"values\" or \"dtype_shape_finite\"");
+          check.compare_values = compare == "values";
+        }
+        PTB_TRY(check.atol, r.tolerance(item, where, "atol"));
+        PTB_TRY(check.rtol, r.tolerance(item, where, "rtol"));
+        PTB_TRY(check.rule, r.string(item, where, "rule"));
+        t.output_checks.push_back(std::move(check));
+      }
+    }
     part.testcase = t;
   } else if (roles.count(FileRole::Testcase)) {
     return r.error(path + ".testcase", "is null but the part lists a testcase file; expected its tolerances");

@@ -55,8 +55,15 @@ Result<std::optional<uint64_t>> pt2_needed_weights_bytes(const Pt2Package& packa
   }
   if (!source) return std::optional<uint64_t>();
   PTB_TRY(auto bytes, package.read_entry(*source, kMaxWrapperSourceBytes));
-  auto constants = read_constants(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-  if (constants.empty()) return std::optional<uint64_t>();
+  std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  auto constants = read_constants(text);
+  if (constants.empty()) {
+    // A program without weights has no constants_info_ lines at all; the
+    // constant count its constructor declares tells it apart from a source
+    // this reader does not understand.
+    auto counts = pt2_wrapper_counts(text);
+    return counts && counts->constants == 0 ? std::optional<uint64_t>(0) : std::optional<uint64_t>();
+  }
   uint64_t total = 0;
   for (const auto& [index, facts] : constants) {
     if (facts.folded) continue;
@@ -69,7 +76,13 @@ Result<std::optional<uint64_t>> pt2_needed_weights_bytes(const Pt2Package& packa
 Status check_cuda_package_model(const Pt2Package& package, const Pt2Model& model, const std::string& compile_hint,
                                 bool read_through) {
   std::string problems;
-  if (model.weights_in_library()) problems = "its weights are compiled into the library (no *_weights.blob)";
+  // A program without weights (no constants) needs no blob; with no blob and
+  // constants, they are compiled into the library.
+  std::optional<uint64_t> needed;
+  if (model.weights_in_library()) {
+    PTB_TRY(needed, pt2_needed_weights_bytes(package, model));
+    if (needed != uint64_t{0}) problems = "its weights are compiled into the library (no *_weights.blob)";
+  }
   if (model.kernels_in_separate_files()) {
     std::string first = model.kernel_binaries.front();
     first = first.substr(first.rfind('/') + 1);
@@ -82,12 +95,19 @@ Status check_cuda_package_model(const Pt2Package& package, const Pt2Model& model
   if (model.wrapper_library.empty())
     return invalid(package.path() + ": model '" + clipped(model.name) + "' has no *.wrapper.so; expected the compiled library");
 
+  if (!model.weights_blob) {  // no weights at all (checked above)
+    if (read_through) PTB_CHECK(package.sha256_entry(model.wrapper_library, kMaxEntryBytes));
+    return {};
+  }
   const Pt2Entry* blob = package.find_entry(*model.weights_blob);
   if (!blob) return invalid(package.path() + ": entry '" + clipped(*model.weights_blob) + "' is listed but missing");
-  PTB_TRY(auto needed, pt2_needed_weights_bytes(package, model));
+  PTB_TRY(needed, pt2_needed_weights_bytes(package, model));
   if (blob->size == 0 && (!needed || *needed > 0))
-    return invalid(package.path() + ": entry '" + clipped(*model.weights_blob) +
-                   "' is empty; expected the model's weights blob; compile the model again");
+    return invalid(package.path() + ": entry '" + clipped(*model.weights_blob) + "' is empty" +
+                   (needed ? "; the model's wrapper source declares constants of " + std::to_string(*needed) + " bytes"
+                           : "; the model's wrapper source declares no constant count this reader understands") +
+                   "; expected the model's weights blob (a program without weights declares 0 constants); "
+                   "compile the model again");
   if (needed && blob->size < *needed) {
     return invalid(package.path() + ": entry '" + clipped(*model.weights_blob) + "' holds " + std::to_string(blob->size) +
                    " bytes; the model's wrapper source declares constants of " + std::to_string(*needed) +

@@ -25,6 +25,9 @@ struct ProgramContext {
   bool require_data_name = false;
   // False when the data file did not open: every key would read as missing.
   bool check_keys = true;
+  // bundle.json says the part has no weights (cuda.weights "none"): an
+  // empty weights blob is what export writes for it, not a lost one.
+  bool no_weights = false;
   // Lone programs without a data file: where one was looked for.
   std::vector<std::string> data_files_tried;
 };

@@ -30,15 +30,16 @@ void check_package(const std::string& path, CheckList& checks, std::vector<Verif
   for (const Pt2Model& model : package->models()) {
     const std::string subject = path + ": model " + model.name;
     size_t problems = 0;
+    // No blob: the weights are linked into the library, unless the program
+    // has none (its wrapper source declares 0 constants).
     if (model.weights_in_library()) {
-      ++problems;
-      checks.fail(checks::kPackageLayout, subject,
-                  "its weights are compiled into the library (no *_weights.blob), which ptbundle export and run "
-                  "refuse; " + std::string(options));
-    } else if (const Pt2Entry* blob = package->find_entry(*model.weights_blob); blob && blob->size == 0) {
-      ++problems;
-      checks.fail(checks::kPackageLayout, subject,
-                  "entry " + in_quotes(*model.weights_blob) + " is empty; expected the weights blob; compile it again");
+      auto needed = pt2_needed_weights_bytes(*package, model);
+      if (!needed.ok() || *needed != uint64_t{0}) {
+        ++problems;
+        checks.fail(checks::kPackageLayout, subject,
+                    "its weights are compiled into the library (no *_weights.blob), which ptbundle export and run "
+                    "refuse; " + std::string(options));
+      }
     }
     if (model.kernels_in_separate_files()) {
       ++problems;
@@ -46,7 +47,8 @@ void check_package(const std::string& path, CheckList& checks, std::vector<Verif
                   "its kernels are in " + std::to_string(model.kernel_binaries.size()) +
                       " separate files (.cubin/.fatbin/.ptx) rather than embedded in the library; " + options);
     }
-    // What export requires, checked by export's own function: the library and
+    // What export requires, checked by export's own function: weights in a
+    // blob (or none at all: a program without constants), the library and
     // the blob read through (sizes, CRC-32) and the blob as large as the
     // constants the model declares.
     if (problems == 0) {
@@ -57,7 +59,9 @@ void check_package(const std::string& path, CheckList& checks, std::vector<Verif
     }
     if (problems == 0) {
       checks.pass(checks::kPackageLayout, subject,
-                  "kernels embedded in the library, weights in " + in_quotes(*model.weights_blob) +
+                  "kernels embedded in the library, " +
+                      (model.weights_blob ? "weights in " + in_quotes(*model.weights_blob)
+                                          : std::string("no weights (the program declares no constants)")) +
                       ": ready for ptbundle export");
     }
   }

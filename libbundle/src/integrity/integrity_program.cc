@@ -149,7 +149,7 @@ size_t check_need(const ProgramContext& context, const std::string& where, const
     }
     return 0;
   }
-  if (size == 0 && !need.exact_size) {
+  if (size == 0 && !need.exact_size && !context.no_weights) {
     checks.fail(checks::kDelegateKeys, where,
                 found->file + ": key " + in_quotes(need.key) + ", " + need.what + ", is empty; " + kIllegalAccess +
                     "; " + data_fix(context));
@@ -224,7 +224,8 @@ void check_cuda_delegate(const ProgramContext& context, const std::string& where
                 std::string(cuda_payload_form_name(payload.form)) + " payload: " + std::to_string(libraries) +
                     (libraries == 1 ? " library" : " libraries") + " and " + std::to_string(blobs) +
                     (payload.form == CudaPayloadForm::MultiVariant ? " weight storages" : " weights blob") + " (" +
-                    std::to_string(weight_bytes) + " bytes) present with the sizes they need");
+                    std::to_string(weight_bytes) + " bytes) present with the sizes they need" +
+                    (context.no_weights ? " (bundle.json: the program has no weights)" : ""));
   }
   if (payload.form != CudaPayloadForm::MultiVariant) return;
   if (check_weight_views(where, payload, checks) == 0) {

@@ -107,6 +107,33 @@ Tolerance default_tolerance(int8_t scalar_type) {
   }
 }
 
+Tolerance output_tolerance(const TensorBytes& expected) {
+  int significand = 0;  // bits, the implicit one included
+  double ulps = 0;
+  double rtol = 0;
+  switch (expected.scalar_type) {
+    case kBFloat16: significand = 8; ulps = 4; rtol = std::ldexp(1.0, -7); break;
+    case kHalf: significand = 11; ulps = 4; rtol = std::ldexp(1.0, -10); break;
+    case kFloat: significand = 24; ulps = 2048; rtol = std::ldexp(1.0, -16); break;
+    case kDouble: significand = 53; ulps = 2048; rtol = std::ldexp(1.0, -45); break;
+    default: return {0, 0, std::string(scalar_type_name(expected.scalar_type)) + ": exact"};
+  }
+  double magnitude = 0;
+  const uint64_t element_size = *scalar_type_size(expected.scalar_type);
+  const uint64_t count = expected.data.size() / element_size;
+  for (uint64_t i = 0; i < count; ++i) {
+    const double value = std::fabs(float_value(expected.scalar_type, expected.data.data() + i * element_size));
+    if (std::isfinite(value)) magnitude = std::max(magnitude, value);
+  }
+  const double scale = magnitude > 0 ? magnitude : 1.0;
+  // ulp(M): 2^(e - significand + 1) for M in [2^e, 2^(e+1)).
+  const double ulp = std::ldexp(1.0, std::ilogb(scale) - significand + 1);
+  Tolerance tolerance{ulps * ulp, rtol, ""};
+  tolerance.rule = std::string(scalar_type_name(expected.scalar_type)) + ": " + format_number("%g", ulps) +
+                   " ulp at max |expected| " + (magnitude > 0 ? format_number("%g", magnitude) : "(none nonzero, 1)");
+  return tolerance;
+}
+
 bool element_matches(double got, double want, const Tolerance& tolerance) {
   if (got == want) return true;  // also the same infinity
   if (std::isnan(got) && std::isnan(want)) return true;
@@ -209,6 +236,42 @@ Result<ComparisonStats> compare_tensors(const TensorBytes& got, const TensorByte
   return stats;
 }
 
+void check_unvalued_output(const TensorBytes& got, int8_t scalar_type, const std::vector<uint64_t>& shape,
+                           OutputComparison& out) {
+  out.values_compared = false;
+  if (got.scalar_type != scalar_type) {
+    out.problem = std::string("dtype ") + scalar_type_name(got.scalar_type) + ", expected " + scalar_type_name(scalar_type) +
+                  " (the method's signature)";
+    return;
+  }
+  if (got.shape != shape) {
+    out.problem = "shape " + shape_text(got.shape) + ", expected " + shape_text(shape) + " (the method's signature)";
+    return;
+  }
+  auto element_size = scalar_type_size(scalar_type);
+  if (!element_size || !is_comparable_type(scalar_type)) {
+    out.problem = std::string("dtype ") + scalar_type_name(scalar_type) + " cannot be checked for finite values";
+    return;
+  }
+  const uint64_t count = got.data.size() / *element_size;
+  out.stats.element_count = count;
+  if (is_integer_type(scalar_type)) return;
+  for (uint64_t i = 0; i < count; ++i) {
+    const double value = float_value(scalar_type, got.data.data() + i * *element_size);
+    if (std::isfinite(value)) continue;
+    if (!out.stats.worst_index) {
+      out.stats.worst_index = i;
+      out.stats.worst_got = value;
+    }
+    ++out.stats.mismatch_count;
+  }
+  if (out.stats.mismatch_count) {
+    out.problem = std::to_string(out.stats.mismatch_count) + " of " + std::to_string(count) +
+                  " values are not finite (element " + std::to_string(*out.stats.worst_index) + " is " +
+                  format_number("%g", out.stats.worst_got) + ")";
+  }
+}
+
 namespace {
 
 // How far the worst element of a failing output is off: the ratio of its
@@ -221,33 +284,51 @@ double badness(const OutputComparison& output) {
   return stats.worst_allowed > 0 ? error / stats.worst_allowed : kInfinity;
 }
 
+}  // namespace
+
 std::string failure_detail(const OutputComparison& output) {
   if (!output.problem.empty()) return output.problem;
   const auto& stats = output.stats;
+  const Tolerance& t = output.tolerance;
+  std::string rule = "atol " + format_number("%.3g", t.atol) + " + rtol " + format_number("%.3g", t.rtol) +
+                     " * |expected|" + (t.rule.empty() ? "" : "; " + t.rule);
   const double error = stats.worst_abs_error;
   if (!std::isfinite(error)) {
     return "element " + std::to_string(*stats.worst_index) + " is " + format_number("%g", stats.worst_got) +
-           ", expected " + format_number("%g", stats.worst_want);
+           ", expected " + format_number("%g", stats.worst_want) + " (" + rule + ")";
   }
-  return "max abs diff " + format_number("%.2e", error) + " > " + format_number("%g", stats.worst_allowed);
+  return "max abs diff " + format_number("%.2e", error) + " > " + format_number("%g", stats.worst_allowed) +
+         " at element " + std::to_string(*stats.worst_index) + " (" + rule + ")";
 }
-
-}  // namespace
 
 std::string test_case_verdict(const std::string& part, const std::vector<OutputComparison>& outputs) {
   const OutputComparison* worst = nullptr;
   double max_abs = 0;
+  size_t compared = 0;
+  std::string unvalued;  // "output 0, output 1"
   for (const auto& output : outputs) {
+    if (!output.values_compared) unvalued += (unvalued.empty() ? "" : ", ") + output.name;
+    else ++compared;
     if (output.passed()) {
       max_abs = std::max(max_abs, output.stats.max_abs_error);
       continue;
     }
     if (!worst || badness(output) > badness(*worst)) worst = &output;
   }
+  const std::string not_compared =
+      unvalued.empty() ? ""
+                       : "; values of " + unvalued +
+                             " not compared: the test case records inputs only (a sampler's example, which never "
+                             "reproduces its outputs); checked: dtype and shape against the signature, every value finite";
+  if (!worst && compared == 0) {
+    return "part " + part + " ran its test case (" + std::to_string(outputs.size()) +
+           (outputs.size() == 1 ? " output" : " outputs") + " of the dtype and shape its signature gives, every value finite" +
+           not_compared + ")";
+  }
   if (!worst) {
-    return "part " + part + " reproduces its test case (" + std::to_string(outputs.size()) +
-           (outputs.size() == 1 ? " output" : " outputs") + ", max abs diff " + format_number("%.2e", max_abs) +
-           ")";
+    return "part " + part + " reproduces its test case (" + std::to_string(compared) +
+           (compared == 1 ? " output" : " outputs") + ", max abs diff " + format_number("%.2e", max_abs) +
+           not_compared + ")";
   }
   std::string detail = failure_detail(*worst);
   if (outputs.size() > 1) detail = worst->name + ": " + detail;

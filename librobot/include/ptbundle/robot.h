@@ -66,6 +66,9 @@ struct InputSpec {
   std::vector<int64_t> shape;
 };
 
+// Options::verify runs `ptbundle verify`'s checks, test cases included: they
+// are judged by the tolerances export recorded (each output's, from its dtype
+// and largest magnitude), the rule `run --expect` applies too.
 struct Verification {
   bool ran = false;
   size_t passed = 0, failed = 0, skipped = 0;

@@ -102,14 +102,33 @@ struct BuildGpu {
 struct CudaInfo {
   std::vector<KernelTarget> kernel_targets;  // sorted, distinct
   std::optional<BuildGpu> built_on;
+  // A program without weights (its AOTInductor wrapper declares no
+  // constants): its weights blob is empty by design, which verify otherwise
+  // refuses. JSON "weights": "none", absent otherwise.
+  bool no_weights = false;
+};
+
+// How one expected output is checked: tolerance.h's rule as export derived
+// it (or --atol/--rtol), said in `rule`. A sampler's example gives inputs
+// only: then compare_values is false, the test-case file holds no expected
+// value for the output, and verify checks its dtype and shape against the
+// method's signature and that every value is finite; `rule` says why.
+struct ManifestOutputCheck {
+  bool compare_values = true;  // JSON "compare": "values" or "dtype_shape_finite"
+  double atol = 0;
+  double rtol = 0;
+  std::string rule;
 };
 
 struct ManifestTestcase {
   std::string path;  // part_file_path(name, Testcase)
+  // Bundles written before output_checks: every output against these. With
+  // output_checks: the largest of theirs, for people.
   double atol = 0;
   double rtol = 0;
   uint32_t inputs = 0;
   uint32_t outputs = 0;
+  std::vector<ManifestOutputCheck> output_checks;  // empty, or one per output
 };
 
 struct ManifestSource {

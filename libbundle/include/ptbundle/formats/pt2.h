@@ -140,4 +140,25 @@ Status check_cuda_package_model(const Pt2Package& package, const Pt2Model& model
 // when the package has no wrapper source.
 Result<std::optional<uint64_t>> pt2_needed_weights_bytes(const Pt2Package& package, const Pt2Model& model);
 
+// What AOTInductor's generated wrapper source (*.wrapper.cpp) says where the
+// package records nothing else (pt2_wrapper.cc). The text of the model's
+// wrapper source, nullopt when the package has none:
+Result<std::optional<std::string>> pt2_wrapper_source(const Pt2Package& package, const Pt2Model& model);
+// The counts its constructor passes to AOTInductorModelBase(inputs,
+// outputs, constants, ...); nullopt when the text has no such call.
+struct Pt2WrapperCounts {
+  uint64_t inputs = 0;
+  uint64_t outputs = 0;
+  uint64_t constants = 0;
+};
+std::optional<Pt2WrapperCounts> pt2_wrapper_counts(std::string_view source);
+// Each of `count` outputs' dtype and sizes, as run_impl allocates the buffer
+// it returns (aoti_torch_empty_strided with constant sizes); nullopt for an
+// output it cannot follow (a view, an input returned, a symbolic size).
+struct Pt2OutputSignature {
+  int8_t scalar_type = 0;
+  std::vector<int64_t> sizes;
+};
+std::vector<std::optional<Pt2OutputSignature>> pt2_wrapper_outputs(std::string_view source, uint64_t count);
+
 }  // namespace ptb

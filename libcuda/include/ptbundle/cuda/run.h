@@ -95,6 +95,9 @@ struct ExpectedOutput {
   std::string name;  // how the verdict names it: "output 0", or the library's name
   TensorBytes tensor;
   Tolerance tolerance;
+  // false: a sampler's output, with no expected values; `tensor` gives the
+  // dtype and shape only (check_unvalued_output).
+  bool compare_values = true;
 };
 
 // A host tensor as the comparison reads it.

@@ -29,7 +29,9 @@ namespace ptb {
 
 struct ExampleFiles {
   std::vector<std::string> inputs;   // .npy files, in the method's input order
-  std::vector<std::string> outputs;  // .npy files, the expected outputs
+  // .npy files, the expected outputs. Empty ("PART=IN.npy:"): a sampler,
+  // whose outputs the test case checks by dtype, shape and finiteness only.
+  std::vector<std::string> outputs;
 };
 
 struct PartRequest {
@@ -41,7 +43,7 @@ struct PartRequest {
 
 // "NAME=SOURCE" where SOURCE is "model.pte", "model.pte,data.ptd" or "x.pt2".
 Result<PartRequest> parse_part_argument(std::string_view text);
-// "PART=in0.npy,in1.npy:out0.npy,out1.npy".
+// "PART=in0.npy,in1.npy:out0.npy,out1.npy", or "PART=in0.npy:" (inputs only).
 Result<std::pair<std::string, ExampleFiles>> parse_example_argument(std::string_view text);
 
 // Progress of one long copy: the bundle file being written, bytes done of total.
@@ -50,8 +52,10 @@ using ExportProgress = std::function<void(const std::string& file, uint64_t done
 struct ExportOptions {
   std::string output_dir;
   std::vector<PartRequest> parts;
-  double atol = 1e-3;  // test-case tolerances recorded in bundle.json
-  double rtol = 1e-3;
+  // Test-case tolerances recorded in bundle.json for every output; unset:
+  // each output's own, by tolerance.h's rule (output_tolerance).
+  std::optional<double> atol;
+  std::optional<double> rtol;
   bool force = false;  // replace parts (and stray files) of the same name
   std::string tool_version;  // recorded as ptbundle_version
   ExportProgress progress;
