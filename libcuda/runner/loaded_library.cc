@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 
 namespace ptb::detail {
@@ -19,8 +20,8 @@ namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
-// A folder only this user can enter (mkdtemp makes it 0700), with at most one
-// file in it; both are removed when this goes out of scope.
+// A folder only this user can enter (mkdtemp makes it 0700) and the files
+// written into it; all are removed when this goes out of scope.
 class PrivateFolder {
  public:
   static Result<PrivateFolder> create() {
@@ -37,17 +38,18 @@ class PrivateFolder {
 
   PrivateFolder() = default;
   PrivateFolder(PrivateFolder&& other) noexcept
-      : path_(std::exchange(other.path_, {})), file_(std::exchange(other.file_, {})) {}
+      : path_(std::exchange(other.path_, {})), files_(std::exchange(other.files_, {})) {}
   PrivateFolder& operator=(PrivateFolder&&) = delete;
   ~PrivateFolder() {
-    if (!file_.empty()) ::unlink(file_.c_str());
+    for (const std::string& file : files_) ::unlink(file.c_str());
     if (!path_.empty()) ::rmdir(path_.c_str());
   }
 
   Result<std::string> write(const std::string& name, Bytes bytes) {
-    file_ = path_ + "/" + name;
-    int fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
-    if (fd < 0) return io_error(file_ + ": cannot create: " + errno_text());
+    const std::string file = path_ + "/" + name;
+    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+    if (fd < 0) return io_error(file + ": cannot create: " + errno_text());
+    files_.push_back(file);
     size_t done = 0;
     while (done < bytes.size()) {
       ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -55,18 +57,52 @@ class PrivateFolder {
       if (n <= 0) {
         std::string why = errno_text();
         ::close(fd);
-        return io_error(file_ + ": cannot write: " + why);
+        return io_error(file + ": cannot write: " + why);
       }
       done += static_cast<size_t>(n);
     }
-    if (::close(fd) != 0) return io_error(file_ + ": cannot write: " + errno_text());
-    return file_;
+    if (::close(fd) != 0) return io_error(file + ": cannot write: " + errno_text());
+    return file;
   }
 
  private:
   std::string path_;
-  std::string file_;
+  std::vector<std::string> files_;
 };
+
+// The loader knows a library by its file's device and inode, not its path.
+// A link_libtorch=False library defines STB_GNU_UNIQUE symbols, so dlclose
+// never unmaps it; once its file is removed, a file system may give the next
+// library's file the same inode, and dlopen would then hand back the old
+// library: the next part would run the first part's kernels over its own
+// weights. So a handle whose link map names another path is not ours: it is
+// closed, and the bytes are written again beside the first copy (which, still
+// present, keeps its inode) until the loader maps ours.
+Result<void*> open_fresh(PrivateFolder& folder, const std::string& file_name, Bytes bytes, const std::string& origin) {
+  constexpr int kAttempts = 8;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    PTB_TRY(std::string path, folder.write(attempt ? std::to_string(attempt) + "-" + file_name : file_name, bytes));
+    // RTLD_NOW: a missing symbol fails here, with its name, rather than at
+    // the first call; RTLD_LOCAL: two parts' libraries export the same names.
+    // Not RTLD_DEEPBIND: a link_libtorch=False library opened with it crashed
+    // in its first std::regex on the H200 machine.
+    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      std::string why = ::dlerror();
+      std::string hint;
+      if (why.find("failed to map segment") != std::string::npos) {
+        hint = "; the temporary folder may be on a file system mounted noexec: set TMPDIR to another";
+      }
+      return invalid(origin + ": cannot load the library: " + why + hint);
+    }
+    link_map* map = nullptr;
+    if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && path == map->l_name) return handle;
+    ::dlclose(handle);
+  }
+  return invalid(origin + ": cannot load the library: the loader returned a library already loaded from another "
+                 "file " + std::to_string(kAttempts) + " times (reused file identities in " +
+                 (std::getenv("TMPDIR") ? std::string("$TMPDIR") : std::string("/tmp")) + ")");
+}
 
 // The libraries this process has open, by the SHA-256 of their bytes: the
 // same bytes opened again (another part with the same library, the same part
@@ -135,20 +171,7 @@ Result<LoadedLibrary> LoadedLibrary::open(Bytes bytes, const std::string& digest
   }
   const bool libstdcxx_shared = shared_libstdcxx_is_global();
   PTB_TRY(PrivateFolder folder, PrivateFolder::create());
-  PTB_TRY(std::string path, folder.write(file_name, bytes));
-  // RTLD_NOW: a missing symbol fails here, with its name, rather than at
-  // the first call; RTLD_LOCAL: two parts' libraries export the same names.
-  // Not RTLD_DEEPBIND: a link_libtorch=False library opened with it crashed
-  // in its first std::regex on the H200 machine.
-  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    std::string why = ::dlerror();
-    std::string hint;
-    if (why.find("failed to map segment") != std::string::npos) {
-      hint = "; the temporary folder may be on a file system mounted noexec: set TMPDIR to another";
-    }
-    return invalid(origin + ": cannot load the library: " + why + hint);
-  }
+  PTB_TRY(void* handle, open_fresh(folder, file_name, bytes, origin));
   library.handle_ = std::shared_ptr<void>(handle, [](void* opened) { ::dlclose(opened); });
   if (!libstdcxx_shared && carries_own_libstdcxx(handle)) {
     if (libraries.private_libstdcxx_digest.empty()) {
