@@ -85,9 +85,9 @@ class ScopedTmpdir {
 #define PTB_REQUIRE_BUILTIN_GPU() PTB_REQUIRE_GPU_SETUP(::ptb::test::builtin_gpu_missing())
 #define PTB_REQUIRE_CLI_BUILTIN_GPU() PTB_REQUIRE_GPU_SETUP(::ptb::test::cli_builtin_gpu_missing())
 
+// Only the packages: each test says first which runtime it needs.
 #define PTB_REQUIRE_GPU_PACKAGES()                                                                   \
   do {                                                                                               \
-    PTB_REQUIRE_GPU();                                                                               \
     if (!::ptb::test::gpu_packages()) {                                                              \
       ::ptb::test::skip("PTB_GPU_PACKAGES is not set (scripts/gpu-check compiles them with "        \
                         "tests/gpu/make_packages.py)");                                              \

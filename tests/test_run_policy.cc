@@ -101,7 +101,8 @@ std::string check_outputs(AotiModel& model, const fs::path& folder, const std::s
   if (got->size() != outputs) return "gave " + std::to_string(got->size()) + " outputs; eager " + std::to_string(outputs);
   for (size_t i = 0; i < outputs; ++i) {
     const TensorBytes mine = tensor_bytes((*got)[i]);
-    const TensorBytes want = tensor_bytes(npy_tensor(folder / (stem + ".out" + std::to_string(i) + ".npy")));
+    const HostTensor expected = npy_tensor(folder / (stem + ".out" + std::to_string(i) + ".npy"));
+    const TensorBytes want = tensor_bytes(expected);
     if (sampler) {
       std::string why = sampler_verdict(mine, want);
       if (!why.empty()) return "output " + std::to_string(i) + ": " + why;
@@ -160,11 +161,12 @@ TEST_CASE("run on GPU, built-in runtime: programs shaped like policy parts run a
     if (entry.path().extension() == ".json" && name.find('-') != std::string::npos) descriptions.push_back(entry.path());
   }
   std::sort(descriptions.begin(), descriptions.end());
-  size_t ran = 0;
+  size_t ran = 0, compiled = 0;
   for (const fs::path& path : descriptions) {
     std::ifstream in(path);
     const nlohmann::json description = nlohmann::json::parse(in, nullptr, false);
     if (description.is_discarded() || !description.value("ok", false)) continue;  // did not compile: make_packages says why
+    ++compiled;
     const std::string stem = path.stem().string();
     std::fprintf(stderr, "[step] %s\n", stem.c_str());
     const Outcome outcome = run_package(folder, stem, description);
@@ -174,6 +176,6 @@ TEST_CASE("run on GPU, built-in runtime: programs shaped like policy parts run a
     CHECK_MESSAGE(outcome.ok, verdict);
     ran += outcome.ok;
   }
-  std::printf("[gpu] policy parts: %zu of %zu compiled packages ran and matched eager\n", ran, descriptions.size());
-  CHECK(!descriptions.empty());
+  std::printf("[gpu] policy parts: %zu of %zu compiled packages ran and matched eager\n", ran, compiled);
+  CHECK(compiled > 0);
 }

@@ -101,6 +101,7 @@ TEST_CASE("run on GPU: per-FQN weights bind to a real AOTInductor library (mlp_e
 }
 
 TEST_CASE("run on GPU: a library built with link_libtorch=False, as ExecuTorch builds them, runs both layouts") {
+  PTB_REQUIRE_GPU();
   PTB_REQUIRE_GPU_PACKAGES();
   ptb::test::trace_crashes();
   const fs::path folder = *ptb::test::gpu_packages();
@@ -122,6 +123,7 @@ TEST_CASE("run on GPU: a library built with link_libtorch=False, as ExecuTorch b
 }
 
 TEST_CASE("run on GPU: 512 MiB of weights, staged and pageable, blob and per-FQN, give eager PyTorch's output") {
+  PTB_REQUIRE_GPU();
   PTB_REQUIRE_GPU_PACKAGES();
   ptb::test::trace_crashes();
   const fs::path folder = *ptb::test::gpu_packages();

@@ -68,7 +68,7 @@ WAYS = {
     "default": {"aot_inductor.link_libtorch": False},
 }
 
-RUNTIME_SET = ["nolibtorch", "big", "et_mlp", "et_conv", "et_embed", "et_big"]
+RUNTIME_SET = ["nolibtorch", "big", "et_mlp", "et_conv", "et_embed", "et_big", "et_fft"]
 
 
 def runtime_module(name):
@@ -94,6 +94,12 @@ def runtime_module(name):
             values, _ = torch.sort(self.proj(self.embed(ids)), dim=-1)
             return values
 
+    # An FFT, which the built-in runtime does not have: the GPU tests' library
+    # that must be refused before loading.
+    class Spectrum(nn.Module):
+        def forward(self, x):
+            return torch.fft.rfft(x, dim=-1).abs()
+
     class Mlp(nn.Module):
         def __init__(self, sizes):
             super().__init__()
@@ -111,6 +117,7 @@ def runtime_module(name):
         "et_conv": (ConvNet, (2, 3, 16, 16), EXECUTORCH_FULL),
         "et_embed": (EmbedSort, ("ids", 4, 10), EXECUTORCH_FULL),
         "et_big": (lambda: Mlp([4096] * 9), (8, 4096), EXECUTORCH_FULL),
+        "et_fft": (Spectrum, (4, 64), EXECUTORCH_FULL),
     }
     build, shape, extra = table[name]
     torch.manual_seed(20261202)

@@ -102,6 +102,9 @@ struct ExpectedOutput {
 
 // A host tensor as the comparison reads it.
 TensorBytes tensor_bytes(const HostTensor& tensor);
+// A view of a temporary would dangle (a GPU test compared outputs with freed
+// memory this way).
+TensorBytes tensor_bytes(HostTensor&& tensor) = delete;
 
 // tolerance.h's rule for each expected output against what the method
 // returned; an index past the outputs, or a dtype or shape that differs, is
