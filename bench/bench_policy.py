@@ -123,7 +123,7 @@ def main():
     folder = args.packages or tempfile.mkdtemp(prefix="bench_policy.")
     wanted = [f"{m}-{w}" for m in models for w in WAYS]
     missing = [p for p in wanted if not os.path.exists(os.path.join(folder, p + ".pt2"))]
-    if missing:
+    if missing and not args.packages:
         subprocess.run([sys.executable, os.path.join(HERE, "..", "tests", "gpu", "make_packages.py"), folder] + missing,
                        check=False, stdout=sys.stderr)
     print(f"bench_policy: {torch.cuda.get_device_name()}, torch {torch.__version__}, TF32 off, "
