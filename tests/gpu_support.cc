@@ -79,6 +79,13 @@ std::optional<fs::path> gpu_packages() {
   return fs::path(dir);
 }
 
+bool have_gpu_package(const std::string& name) {
+  auto folder = gpu_packages();
+  if (folder && fs::exists(*folder / (name + ".pt2"))) return true;
+  skip(name + ".pt2 was not made (tests/gpu/make_packages.py " + name + ")");
+  return false;
+}
+
 namespace {
 
 constexpr int kTracedSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};

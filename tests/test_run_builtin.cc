@@ -70,10 +70,7 @@ TEST_CASE("run on GPU, built-in runtime: link_libtorch=False libraries match eag
   const fs::path folder = *ptb::test::gpu_packages();
   for (const char* name : kPackages) {
     CAPTURE(name);
-    if (!fs::exists(folder / (std::string(name) + ".pt2"))) {
-      ptb::test::skip(std::string(name) + ".pt2 was not made (tests/gpu/make_packages.py " + name + ")");
-      continue;
-    }
+    if (!ptb::test::have_gpu_package(name)) continue;
     auto part = open_run_part((folder / (std::string(name) + ".pt2")).string(), this_gpu());
     REQUIRE_MESSAGE(part.ok(), part.error().message);
     // Steps on stderr, so that a crash shows where it happened.
@@ -104,11 +101,8 @@ TEST_CASE("run on GPU, built-in runtime: a library needing a shim it lacks is re
   PTB_REQUIRE_GPU_PACKAGES();
   ptb::test::trace_crashes();
   // torch.fft.rfft: a function the built-in runtime does not have.
+  if (!ptb::test::have_gpu_package("et_fft")) return;
   const fs::path lacking = *ptb::test::gpu_packages() / "et_fft.pt2";
-  if (!fs::exists(lacking)) {
-    ptb::test::skip("et_fft.pt2 was not made (tests/gpu/make_packages.py et_fft)");
-    return;
-  }
   ScopedTmpdir tmp;
   auto part = open_run_part(lacking.string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
@@ -130,10 +124,7 @@ TEST_CASE("run on GPU, built-in runtime: 512 MiB of weights upload staged, blob 
     return;
   }
   const fs::path folder = *ptb::test::gpu_packages();
-  if (!fs::exists(folder / "et_big.pt2")) {
-    ptb::test::skip("et_big.pt2 was not made (tests/gpu/make_packages.py)");
-    return;
-  }
+  if (!ptb::test::have_gpu_package("et_big")) return;
   auto part = open_run_part((folder / "et_big.pt2").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
   const Tolerance tolerance{1e-3, 1e-3};
@@ -180,6 +171,7 @@ TEST_CASE("run on GPU, built-in runtime: the CLI's outputs equal the LibTorch ru
   CHECK(version.exit_code == 0);
   for (const char* name : kPackages) {
     CAPTURE(name);
+    if (!ptb::test::have_gpu_package(name)) continue;
     const std::string common = "run " + ptb::test::quote(folder / (std::string(name) + ".pt2")) + " --input 0=" +
                                ptb::test::quote(folder / (std::string(name) + ".in0.npy")) + " --expect 0=" +
                                ptb::test::quote(folder / (std::string(name) + ".out0.npy")) +

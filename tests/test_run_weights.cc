@@ -104,6 +104,7 @@ TEST_CASE("run on GPU: a library built with link_libtorch=False, as ExecuTorch b
   PTB_REQUIRE_GPU();
   PTB_REQUIRE_GPU_PACKAGES();
   ptb::test::trace_crashes();
+  if (!ptb::test::have_gpu_package("nolibtorch")) return;
   const fs::path folder = *ptb::test::gpu_packages();
   auto part = open_run_part((folder / "nolibtorch.pt2").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);
@@ -126,6 +127,7 @@ TEST_CASE("run on GPU: 512 MiB of weights, staged and pageable, blob and per-FQN
   PTB_REQUIRE_GPU();
   PTB_REQUIRE_GPU_PACKAGES();
   ptb::test::trace_crashes();
+  if (!ptb::test::have_gpu_package("big")) return;
   const fs::path folder = *ptb::test::gpu_packages();
   auto part = open_run_part((folder / "big.pt2").string(), this_gpu());
   REQUIRE_MESSAGE(part.ok(), part.error().message);

@@ -67,7 +67,10 @@ class LibTorchOps final : public detail::DeviceOps {
       auto options = at::TensorOptions().dtype(static_cast<c10::ScalarType>(g.dtype));
       options = memory == Memory::Gpu ? options.device(at::Device(at::kCUDA, index_of(device))) : options;
       std::vector<int64_t> strides = g.strides;
-      if (strides.empty()) strides = c10::contiguous_strides(g.sizes);
+      if (strides.empty()) {
+        const auto contiguous = c10::contiguous_strides(g.sizes);
+        strides.assign(contiguous.begin(), contiguous.end());
+      }
       auto* base = static_cast<uint8_t*>(data) + g.storage_offset * static_cast<int64_t>(c10::elementSize(
                                                                          static_cast<c10::ScalarType>(g.dtype)));
       return hand_out(at::from_blob(base, g.sizes, strides, options));
