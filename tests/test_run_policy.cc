@@ -34,26 +34,13 @@ struct Moments {
   uint64_t count = 0, not_finite = 0;
 };
 
-double element(const TensorBytes& t, uint64_t i) {
-  const uint8_t* p = t.data.data();
-  switch (t.scalar_type) {
-    case ScalarType::Float: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
-    case ScalarType::Double: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
-    case ScalarType::Half: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return half_to_float(v); }
-    case ScalarType::BFloat16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return bfloat16_to_float(v); }
-    case ScalarType::Long: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
-    case ScalarType::Int: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
-    default: return p[i];
-  }
-}
-
 Moments moments(const TensorBytes& t) {
   Moments m;
   const uint64_t size = *scalar_type_size(t.scalar_type);
   m.count = size ? t.data.size() / size : 0;
   double sum = 0, squares = 0;
   for (uint64_t i = 0; i < m.count; ++i) {
-    const double v = element(t, i);
+    const double v = element_value(t, i);
     if (!std::isfinite(v)) {
       ++m.not_finite;
       continue;

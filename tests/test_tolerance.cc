@@ -341,3 +341,22 @@ TEST_CASE("tolerance: mlp_et's expected output passes the conv-net error that ru
   CHECK(contains(verdict, "at element " + std::to_string(largest)));
   CHECK(contains(verdict, "float32: 2048 ulp at max |expected|"));
 }
+
+TEST_CASE("tolerance: element_value reads every comparable dtype as the comparisons do") {
+  const auto halves = bytes_of(std::vector<uint16_t>{0x3c00, 0xc000, 0x7c00, 0x0001});  // 1, -2, inf, 2^-24
+  CHECK(element_value(view(kHalf, {4}, halves), 0) == 1.0);
+  CHECK(element_value(view(kHalf, {4}, halves), 1) == -2.0);
+  CHECK(std::isinf(element_value(view(kHalf, {4}, halves), 2)));
+  CHECK(element_value(view(kHalf, {4}, halves), 3) == std::ldexp(1.0, -24));
+  const auto brains = bytes_of(std::vector<uint16_t>{0x3fc0, 0x7fc0});  // 1.5, NaN
+  CHECK(element_value(view(kBFloat16, {2}, brains), 0) == 1.5);
+  CHECK(std::isnan(element_value(view(kBFloat16, {2}, brains), 1)));
+  const auto longs = bytes_of(std::vector<int64_t>{-7, 1LL << 40});
+  CHECK(element_value(view(kLong, {2}, longs), 0) == -7.0);
+  CHECK(element_value(view(kLong, {2}, longs), 1) == std::ldexp(1.0, 40));
+  const std::vector<uint8_t> flags{0, 2};
+  CHECK(element_value(view(kBool, {2}, flags), 1) == 1.0);
+  // Past the end, and a dtype the comparisons do not read (complex64 = 9): 0.
+  CHECK(element_value(view(kLong, {2}, longs), 2) == 0.0);
+  CHECK(element_value(view(9, {1}, longs), 0) == 0.0);
+}

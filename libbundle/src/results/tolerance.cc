@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "ptbundle/base/dtype.h"
 #include "ptbundle/formats/pte.h"
 
 namespace ptb {
@@ -28,20 +29,6 @@ T load(const uint8_t* bytes) {
   T value;
   std::memcpy(&value, bytes, sizeof value);
   return value;
-}
-
-double half_to_double(uint16_t bits) {
-  const int sign = (bits >> 15) ? -1 : 1;
-  const int exponent = (bits >> 10) & 0x1f;
-  const int mantissa = bits & 0x3ff;
-  if (exponent == 0) return sign * std::ldexp(mantissa, -24);  // zero and subnormals
-  if (exponent == 0x1f) return mantissa ? std::numeric_limits<double>::quiet_NaN() : sign * kInfinity;
-  return sign * std::ldexp(mantissa + 1024, exponent - 25);
-}
-
-double bfloat16_to_double(uint16_t bits) {
-  // bfloat16 is the upper half of a float32.
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
 }
 
 bool is_integer_type(int8_t type) {
@@ -73,10 +60,10 @@ long double integer_value(int8_t type, const uint8_t* bytes) {
 
 double float_value(int8_t type, const uint8_t* bytes) {
   switch (type) {
-    case kHalf: return half_to_double(load<uint16_t>(bytes));
+    case kHalf: return half_to_float(load<uint16_t>(bytes));
     case kFloat: return load<float>(bytes);
     case kDouble: return load<double>(bytes);
-    case kBFloat16: return bfloat16_to_double(load<uint16_t>(bytes));
+    case kBFloat16: return bfloat16_to_float(load<uint16_t>(bytes));
     default: return static_cast<double>(integer_value(type, bytes));
   }
 }
@@ -92,6 +79,12 @@ std::string format_number(const char* format, double value) {
 }
 
 }  // namespace
+
+double element_value(const TensorBytes& tensor, uint64_t index) {
+  const uint64_t size = scalar_type_size(tensor.scalar_type).value_or(0);
+  if (!is_comparable_type(tensor.scalar_type) || size == 0 || index >= tensor.data.size() / size) return 0;
+  return float_value(tensor.scalar_type, tensor.data.data() + index * size);
+}
 
 Tolerance default_tolerance(int8_t scalar_type) {
   switch (scalar_type) {

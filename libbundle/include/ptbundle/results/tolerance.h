@@ -91,6 +91,11 @@ struct ComparisonStats {
   bool passed() const { return mismatch_count == 0; }
 };
 
+// Element `index` of a tensor as a double, as the comparisons read it
+// (integers and bool converted); 0 past the end or for a dtype they cannot
+// compare.
+double element_value(const TensorBytes& tensor, uint64_t index);
+
 // Fails (without comparing) when dtype or shape differ, or when a byte count
 // does not match its shape; the message says which.
 Result<ComparisonStats> compare_tensors(const TensorBytes& got, const TensorBytes& want,
