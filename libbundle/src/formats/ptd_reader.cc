@@ -141,15 +141,11 @@ Result<PtdFile> PtdFile::parse(MappedFile file) {
       ptd.entries_.push_back(std::move(out));
     }
   }
+  ptd.index_.build(ptd.entries_);
   return ptd;
 }
 
-const PtdEntry* PtdFile::find(std::string_view key) const {
-  for (const auto& entry : entries_) {
-    if (entry.key == key) return &entry;
-  }
-  return nullptr;
-}
+const PtdEntry* PtdFile::find(std::string_view key) const { return index_.find(entries_, key); }
 
 Bytes PtdFile::bytes(const PtdEntry& entry) const {
   return file_.bytes().subspan(static_cast<size_t>(entry.file_offset), static_cast<size_t>(entry.size));

@@ -111,6 +111,7 @@ Result<PteFile> PteFile::parse(std::shared_ptr<const MappedFile> owner, Bytes da
 
   PTB_TRY(pte.segments_, detail::check_segments(*pte.program_, pte.header_, data.size(), where));
   PTB_TRY(pte.named_data_, detail::check_named_data(*pte.program_, pte.segments_, where));
+  pte.named_data_index_.build(pte.named_data_);
   PTB_CHECK(detail::check_constants(*pte.program_, pte.segments_, where));
   PTB_TRY(auto payload_refs, detail::check_plans(*pte.program_, pte.segments_, where));
   pte.delegate_payloads_.resize(payload_refs.size());
@@ -134,10 +135,7 @@ Bytes PteFile::segment_bytes(size_t index) const {
 }
 
 const PteNamedData* PteFile::find_named_data(std::string_view key) const {
-  for (const auto& entry : named_data_) {
-    if (entry.key == key) return &entry;
-  }
-  return nullptr;
+  return named_data_index_.find(named_data_, key);
 }
 
 Bytes PteFile::named_data_bytes(const PteNamedData& entry) const { return segment_bytes(entry.segment_index); }

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ptbundle/formats/key_index.h"
 #include "ptbundle/base/file.h"
 #include "ptbundle/base/result.h"
 
@@ -66,6 +67,7 @@ class PtdFile {
   uint32_t version_ = 0;
   std::vector<PtdSegment> segments_;
   std::vector<PtdEntry> entries_;
+  KeyIndex index_;
 };
 
 }  // namespace ptb

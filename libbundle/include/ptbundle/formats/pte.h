@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ptbundle/formats/key_index.h"
 #include "ptbundle/base/dtype.h"
 #include "ptbundle/base/file.h"
 #include "ptbundle/fb/program_generated.h"
@@ -82,6 +83,7 @@ class PteFile {
   uint64_t flatbuffer_size_ = 0;
   std::vector<PteSegment> segments_;
   std::vector<PteNamedData> named_data_;
+  KeyIndex named_data_index_;
   // [plan][delegate] -> payload, resolved and checked at open.
   std::vector<std::vector<Bytes>> delegate_payloads_;
 };
