@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "ptbundle/kernels/aoti_input_bounds.h"
 #include "text_table.h"
 
 namespace ptb::app {
@@ -49,6 +50,21 @@ TextTable digest_table(std::vector<TextTable::Column> columns, bool sha256) {
   return TextTable(std::move(columns));
 }
 
+// "[2..256, 64]": a dim the library bounds shows its bounds, not the .pte's upper bound alone.
+std::string shape_text(const InspectTensorSpec& tensor) {
+  std::string out = "[";
+  for (size_t d = 0; d < tensor.shape.size(); ++d) {
+    out += d ? ", " : "";
+    if (d < tensor.dim_bounds.size() && tensor.dim_bounds[d]) {
+      const InspectDimRange& range = *tensor.dim_bounds[d];
+      out += bounds_text({0, static_cast<uint32_t>(d), range.min, range.max});
+    } else {
+      out += std::to_string(tensor.shape[d]);
+    }
+  }
+  return out + "]";
+}
+
 void values(Lines& out, const std::string& indent, const char* title, const std::vector<InspectValue>& specs) {
   if (specs.empty()) {
     out.add(indent, std::string(title) + ": none");
@@ -59,7 +75,7 @@ void values(Lines& out, const std::string& indent, const char* title, const std:
   for (size_t i = 0; i < specs.size(); ++i) {
     const InspectValue& v = specs[i];
     const auto& t = v.tensor;
-    table.add({std::to_string(i), str(v.kind), t ? str(t->dtype) : "-", t ? list(t->shape) : "-",
+    table.add({std::to_string(i), str(v.kind), t ? str(t->dtype) : "-", t ? shape_text(*t) : "-",
                t ? list(t->dim_order) : "-", t ? str(t->dynamism) : "-"});
   }
   out.table(indent + "  ", table);
@@ -74,8 +90,20 @@ std::string joined(const std::vector<std::string>& items) {
 // What runs the library: LibTorch, or the built-in runtime's compute
 // functions by family (cuBLAS and cuDNN among them: what a Triton-only
 // compile avoids), and what that runtime lacks.
+// "input 0 dim 0: 2..256": what a run must keep each input within.
+void dynamic_dims(Lines& out, const std::string& indent, const std::vector<InspectDynamicDim>& dims) {
+  if (dims.empty()) return;
+  std::string text;
+  for (const InspectDynamicDim& d : dims) {
+    text += (text.empty() ? "" : ", ") + ("input " + std::to_string(d.input) + " dim " + std::to_string(d.dim) + ": " +
+                                          bounds_text({d.input, d.dim, d.min, d.max}));
+  }
+  out.add(indent, "Dynamic dims (the library's checks): " + text);
+}
+
 void runtime_needs(Lines& out, const std::string& indent, const std::optional<InspectRuntimeNeeds>& needs) {
   if (!needs) return;
+  dynamic_dims(out, indent, needs->dynamic_dims);
   if (!needs->libtorch.empty()) {
     out.add(indent, "Runtime: LibTorch (linked to " + joined(needs->libtorch) + ")");
     return;

@@ -85,6 +85,9 @@ Result<std::vector<BoundInput>> bind_inputs(const InputArguments& arguments, con
       PTB_TRY(HostTensor tensor, random_input((*part.inputs)[i], i, part.method, arguments.seed));
       slots[i] = BoundInput{std::move(tensor), "random"};
     }
+    if (auto refused = bounds_violation(part.input_bounds, static_cast<uint32_t>(i), slots[i]->tensor.shape)) {
+      return invalid(slots[i]->origin + ": " + *refused);
+    }
     inputs.push_back(std::move(*slots[i]));
   }
   return inputs;

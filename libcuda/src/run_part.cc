@@ -160,6 +160,7 @@ Result<RunPart> open_program_part(std::shared_ptr<const ProgramWithData> source,
   }
   PTB_TRY(part.library, named_bytes(*source, name, so_key, "library"));
   part.library_key = so_key;
+  part.input_bounds = read_aoti_input_bounds(part.library);
   PTB_CHECK(resolve_weights(*source, name, payload, part));
   PTB_CHECK(check_kernels(part, options));
   part.keep_alive = std::move(source);
@@ -219,6 +220,7 @@ Result<RunPart> open_pt2_part(const std::string& path, const RunPartOptions& opt
   part.method = "forward";
   part.library = Bytes((*storage)[0].data(), (*storage)[0].size());
   part.library_key = model->wrapper_library;
+  part.input_bounds = read_aoti_input_bounds(part.library);
   part.variant = "the package's only library";
   if (const std::string* sm = model->metadata_value("AOTI_COMPUTE_CAPABILITY")) {
     part.variant += " (compiled on sm_" + *sm + ")";

@@ -115,8 +115,12 @@ Result<Model> Model::open(const std::string& bundle, const Options& options) {
     for (size_t i = 0; i < info.inputs.size() && i < state->part.inputs->size(); ++i) {
       const auto& tensor = (*state->part.inputs)[i].tensor;
       if (!tensor) continue;
-      info.inputs[i] = {true, tensor->scalar_type, tensor->sizes};
+      info.inputs[i] = {true, tensor->scalar_type, tensor->sizes, {}};
     }
+  }
+  for (const AotiDynamicDim& d : state->part.input_bounds.dims) {
+    if (d.input >= info.inputs.size()) continue;
+    info.inputs[d.input].dynamic.push_back({d.dim, d.min.value_or(-1), d.max.value_or(-1)});
   }
   Model model;
   model.state_ = std::move(state);

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "inspect/inspect_internal.h"
+#include "ptbundle/kernels/aoti_input_bounds.h"
 #include "ptbundle/kernels/aoti_shims.h"
 #include "ptbundle/kernels/elf_imports.h"
 #include "ptbundle/kernels/kernel_images.h"
@@ -36,6 +37,7 @@ std::optional<InspectRuntimeNeeds> runtime_needs(Bytes data, const std::string& 
     }
   }
   for (auto& [key, functions] : families) needs.calls.push_back({key.first, key.second, std::move(functions)});
+  for (const AotiDynamicDim& d : read_aoti_input_bounds(data).dims) needs.dynamic_dims.push_back({d.input, d.dim, d.min, d.max});
   return needs;
 }
 

@@ -26,7 +26,7 @@ InspectValue value_of(const ValueSpec& value) {
   out.kind = value.kind;
   if (value.tensor) {
     out.tensor = InspectTensorSpec{scalar_type_name(value.tensor->scalar_type), value.tensor->sizes,
-                                   value.tensor->dim_order, value.tensor->dynamism};
+                                   value.tensor->dim_order, value.tensor->dynamism, {}};
   }
   return out;
 }
@@ -35,6 +35,30 @@ std::vector<InspectValue> values_of(const std::vector<ValueSpec>& values) {
   std::vector<InspectValue> out;
   for (const auto& value : values) out.push_back(value_of(value));
   return out;
+}
+
+// The dynamic dims the method's library bounds (the first variant's: the
+// variants of a method are one export compiled for several GPUs).
+const std::vector<InspectDynamicDim>* library_dims(const std::vector<InspectDelegate>& delegates) {
+  for (const InspectDelegate& delegate : delegates) {
+    if (!delegate.cuda) continue;
+    const InspectCudaPayload& payload = *delegate.cuda;
+    const std::optional<InspectKernels>& kernels = payload.variants.empty() ? payload.kernels : payload.variants[0].kernels;
+    if (kernels && kernels->runtime) return &kernels->runtime->dynamic_dims;
+  }
+  return nullptr;
+}
+
+// The library's bounds beside the signature's shapes: "[2..256, 64]".
+void add_dim_bounds(std::vector<InspectValue>& inputs, const std::vector<InspectDynamicDim>* dims) {
+  if (!dims) return;
+  for (const InspectDynamicDim& d : *dims) {
+    if (d.input >= inputs.size() || !inputs[d.input].tensor) continue;
+    InspectTensorSpec& tensor = *inputs[d.input].tensor;
+    if (d.dim >= tensor.shape.size()) continue;
+    tensor.dim_bounds.resize(tensor.shape.size());
+    tensor.dim_bounds[d.dim] = InspectDimRange{d.min, d.max};
+  }
 }
 
 InspectCompileSpec compile_spec_of(const CompileSpecEntry& spec) {
@@ -161,6 +185,7 @@ InspectProgram inspect_program(const ProgramWithData& program, const InspectOpti
     m.num_instructions = method.num_instructions;
     m.non_const_buffer_sizes = method.non_const_buffer_sizes;
     for (size_t d = 0; d < method.delegates.size(); ++d) m.delegates.push_back(delegate_of(program, method, p, d, options));
+    add_dim_bounds(m.inputs, library_dims(m.delegates));
     out.methods.push_back(std::move(m));
   }
   out.constants = constants_of(pte.program());

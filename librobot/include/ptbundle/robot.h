@@ -60,10 +60,19 @@ struct DeviceTensor {
 
 // What the method's signature says of one input (a .pte records it; a .pt2
 // does not, and then `known` is false).
+// A dimension the library checks against bounds (a dynamic one), read from
+// the library itself, so a .pt2's are known too; -1: that bound is not known.
+struct DimRange {
+  int64_t dim = 0;
+  int64_t min = -1;
+  int64_t max = -1;
+};
+
 struct InputSpec {
   bool known = false;
   int32_t dtype = 6;
   std::vector<int64_t> shape;
+  std::vector<DimRange> dynamic;  // Inductor's lower bound is 2 even for Dim(min=1)
 };
 
 // Options::verify runs `ptbundle verify`'s checks, test cases included: they

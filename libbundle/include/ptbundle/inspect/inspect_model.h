@@ -55,13 +55,27 @@ struct InspectShimCalls {
 // What a shared library asks of the runtime that runs it ("runtime"):
 // LibTorch, when it is linked to it; else the built-in runtime's compute
 // functions it calls, by family, and those the runtime lacks.
+// A dynamic dimension the library's input checks bound (aoti_input_bounds.h):
+// what a run must keep each input's size within.
+struct InspectDynamicDim {
+  uint32_t input = 0;
+  uint32_t dim = 0;
+  std::optional<int64_t> min;  // null: checked, but the bound could not be paired
+  std::optional<int64_t> max;
+  template <class F>
+  void fields(F& f) const {
+    f("input", input)("dim", dim)("min", min)("max", max);
+  }
+};
+
 struct InspectRuntimeNeeds {
   std::vector<std::string> libtorch;  // DT_NEEDED entries naming LibTorch
   std::vector<InspectShimCalls> calls;
   std::vector<std::string> lacks;
+  std::vector<InspectDynamicDim> dynamic_dims;
   template <class F>
   void fields(F& f) const {
-    f("libtorch", libtorch)("calls", calls)("lacks", lacks);
+    f("libtorch", libtorch)("calls", calls)("lacks", lacks)("dynamic_dims", dynamic_dims);
   }
 };
 
@@ -85,11 +99,24 @@ struct InspectKernels {
 
 // ---- Programs (.pte, and the program inside a .bpte) ---------------------------
 
+// The sizes the library's checks allow a dynamic dimension.
+struct InspectDimRange {
+  std::optional<int64_t> min;
+  std::optional<int64_t> max;
+  template <class F>
+  void fields(F& f) const {
+    f("min", min)("max", max);
+  }
+};
+
 struct InspectTensorSpec {
   std::string dtype;
   std::vector<int64_t> shape;
   std::vector<uint8_t> dim_order;
   std::string dynamism;
+  // Per dim, from the method's library (empty when it bounds none): the
+  // .pte's shape holds only the upper bound; the lower one is the library's.
+  std::vector<std::optional<InspectDimRange>> dim_bounds;
 };
 
 // One input or output of a method.
@@ -100,6 +127,7 @@ struct InspectValue {
   void fields(F& f) const {
     f("kind", kind);
     if (tensor) f("dtype", tensor->dtype)("shape", tensor->shape)("dim_order", tensor->dim_order)("dynamism", tensor->dynamism);
+    if (tensor && !tensor->dim_bounds.empty()) f("dim_bounds", tensor->dim_bounds);
   }
 };
 

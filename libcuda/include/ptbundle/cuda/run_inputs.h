@@ -40,7 +40,9 @@ struct BoundInput {
   std::string origin;  // the file, or "random"
 };
 
-// Inputs in the library's order, named by `names`.
+// Inputs in the library's order, named by `names`; each checked against
+// the dynamic dim bounds the library holds (part.input_bounds), so that a
+// size the library would refuse is refused here, with the bounds named.
 Result<std::vector<BoundInput>> bind_inputs(const InputArguments& arguments, const RunPart& part,
                                             const std::vector<std::string>& names);
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "ptbundle/kernels/aoti_input_bounds.h"
 #include "ptbundle/kernels/compat.h"
 #include "ptbundle/formats/cuda_payload.h"
 #include "ptbundle/base/file.h"
@@ -42,6 +43,10 @@ struct RunPart {
   std::optional<std::vector<ValueSpec>> outputs;
   Bytes library;
   std::string library_key;  // named-data key or zip entry
+  // The dynamic dimensions the library checks, read from its bytes: a size
+  // outside them is refused before the run, not by the library (which
+  // would only print its reason to stderr).
+  AotiInputBounds input_bounds;
   std::string variant;      // which library variant was picked, and why
   std::string kernels;      // the kernel verdict for this GPU, when one was given
   PartWeights weights;
