@@ -218,4 +218,31 @@ TEST_CASE("dyn: the library in a .pte's named data gives the same bounds (dynbat
   CHECK(doc["files"][0]["methods"][0]["inputs"][0]["dim_bounds"] ==
         nlohmann::json::parse(R"([{"min": 2, "max": 256}, null])"));
   if (ptb::test::have_jsonschema()) CHECK(ptb::test::schema_problem("inspect", json.out) == "");
+
+  // The method takes every batch the library does: its input and the output
+  // whose batch follows it are bounded at 256 (ExecuTorch's DYNAMIC_BOUND),
+  // not fixed at the example's 37, and the test case at 37 still verifies.
+  const auto& method = doc["files"][0]["methods"][0];
+  CHECK(method["inputs"][0]["dynamism"] == "dynamic_bound");
+  CHECK(method["inputs"][0]["shape"] == nlohmann::json::parse("[256, 64]"));
+  CHECK(method["outputs"][0]["dynamism"] == "dynamic_bound");
+  CHECK(method["outputs"][0]["shape"][0] == 256);
+  auto verified = run_cli("verify " + quote(bundle));
+  CHECK_MESSAGE(verified.exit_code == 0, verified.out + verified.err);
+  auto report = run_cli("inspect --json " + quote(bundle));
+  REQUIRE(report.exit_code == 0);
+  CHECK(contains(report.out, "dynamic_bound"));
+}
+
+TEST_CASE("dyn: an example outside the library's bounds is refused by export, naming the dim and the bounds") {
+  if (!have_dynbatch()) return;
+  TempDir dir;
+  // A batch of 1: Inductor specialized it away (the library takes 2..256).
+  const std::string input = write_batch(dir, 1);
+  auto exported = run_cli("export -o " + quote(dir / "bundle") + " --part dyn=" + quote(kPackages / "dynbatch.pt2") +
+                          " --example dyn=" + quote(input) + ":" + quote(kPackages / "dynbatch.b37.out0.npy"));
+  CHECK(exported.exit_code == 1);
+  CHECK_MESSAGE(contains(exported.err, "input 0 dim 0 is 1; ") && contains(exported.err, "takes 2..256 there"),
+                exported.err);
+  CHECK(!std::filesystem::exists(dir / "bundle" / "dyn.pte"));
 }

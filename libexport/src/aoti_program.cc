@@ -23,7 +23,8 @@ std::unique_ptr<fb::EValueT> tensor_value(const TensorSignature& signature, uint
   tensor->allocation_info->memory_id = buffer;
   tensor->allocation_info->memory_offset_low = static_cast<uint32_t>(offset);
   tensor->allocation_info->memory_offset_high = static_cast<uint32_t>(offset >> 32);
-  tensor->shape_dynamism = fb::TensorShapeDynamism::STATIC;
+  tensor->shape_dynamism =
+      signature.bounded ? fb::TensorShapeDynamism::DYNAMIC_BOUND : fb::TensorShapeDynamism::STATIC;
   if (on_device) {
     tensor->extra_tensor_info = std::make_unique<fb::ExtraTensorInfoT>();
     tensor->extra_tensor_info->location = fb::TensorDataLocation::SEGMENT;

@@ -17,8 +17,9 @@ namespace ptb::detail {
 
 struct TensorSignature {
   int8_t scalar_type = 0;
-  std::vector<int32_t> sizes;
-  uint64_t nbytes = 0;
+  std::vector<int32_t> sizes;  // upper bounds where `bounded`
+  uint64_t nbytes = 0;         // at those sizes: what memory planning reserves
+  bool bounded = false;        // ExecuTorch's DYNAMIC_BOUND: any sizes up to `sizes`
 };
 
 // Segment order of the program: ExecuTorch's empty constant segment, the

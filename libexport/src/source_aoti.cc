@@ -10,6 +10,7 @@
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/formats/cuda_payload.h"
 #include "ptbundle/formats/pt2.h"
+#include "ptbundle/kernels/aoti_input_bounds.h"
 
 namespace ptb::detail {
 namespace {
@@ -103,6 +104,74 @@ Status outputs_from_wrapper(const PartRequest& request, const Pt2Package& packag
   return {};
 }
 
+Status resize_to_bounds(TensorSignature& signature, const std::string& what) {
+  uint64_t count = 1;
+  for (int32_t size : signature.sizes) {
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(size), &count) || count > (1ull << 40))
+      return invalid(what + " at its upper bounds is larger than 2^40 elements");
+  }
+  auto element = scalar_type_size(signature.scalar_type);
+  if (!element) return invalid(what + " has a dtype ptbundle does not know");
+  signature.nbytes = count * *element;
+  signature.bounded = true;
+  return {};
+}
+
+// A program exported with dynamic dims takes any size its library's input
+// checks allow, not only the example's: the method's inputs become
+// DYNAMIC_BOUND tensors at the upper bounds (as ExecuTorch plans memory for
+// them), so that run, verify and ExecuTorch's loader take every batch the
+// library does. An output dim whose example size is that of a dynamic input
+// dim follows it: the example cannot say more, and the bound only widens
+// what a check accepts. The wrapper source pairs each bound with its dim
+// exactly; the library only where that is unambiguous.
+Status apply_dynamic_bounds(const PartRequest& request, const Pt2Package& package, const Pt2Model& model,
+                            const MappedFile& library, SingleDelegateProgram& spec, PreparedPart& part) {
+  PTB_TRY(auto source, pt2_wrapper_source(package, model));
+  const AotiInputBounds bounds =
+      source ? read_aoti_input_bounds(Bytes(reinterpret_cast<const uint8_t*>(source->data()), source->size()))
+             : read_aoti_input_bounds(library.bytes());
+  std::vector<std::pair<int32_t, int32_t>> followed;  // example size -> upper bound
+  for (const AotiDynamicDim& dim : bounds.dims) {
+    const std::string where = "input " + std::to_string(dim.input) + " dim " + std::to_string(dim.dim);
+    if (dim.input >= spec.inputs.size() || dim.dim >= spec.inputs[dim.input].sizes.size()) {
+      return invalid(request.program + ": its library checks " + where + ", which the example (" +
+                     std::to_string(spec.inputs.size()) + " inputs) does not have; expected the inputs the program "
+                     "was exported with");
+    }
+    TensorSignature& input = spec.inputs[dim.input];
+    const int32_t example = input.sizes[dim.dim];
+    if ((dim.min && example < *dim.min) || (dim.max && example > *dim.max)) {
+      return invalid("--example " + request.name + ": " + where + " is " + std::to_string(example) + "; " +
+                     request.program + " takes " + bounds_text(dim) + " there");
+    }
+    if (!dim.max || *dim.max > 0x7fffffff) {
+      part.notes.push_back(request.program + ": " + where + " is dynamic, but its upper bound could not be read from "
+                           "the library: the method takes the example's size " + std::to_string(example) + " there");
+      continue;
+    }
+    input.sizes[dim.dim] = static_cast<int32_t>(*dim.max);
+    PTB_CHECK(resize_to_bounds(input, request.program + ": input " + std::to_string(dim.input)));
+    followed.emplace_back(example, static_cast<int32_t>(*dim.max));
+    part.notes.push_back(request.program + ": " + where + " is dynamic (" + bounds_text(dim) + "), recorded as a bound");
+  }
+  for (size_t i = 0; i < spec.outputs.size() && !followed.empty(); ++i) {
+    TensorSignature& output = spec.outputs[i];
+    bool changed = false;
+    for (int32_t& size : output.sizes) {
+      for (auto [example, bound] : followed) {
+        if (size == example) {
+          size = std::max(size, bound);
+          changed = true;
+          break;
+        }
+      }
+    }
+    if (changed) PTB_CHECK(resize_to_bounds(output, request.program + ": output " + std::to_string(i)));
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::string& scratch_dir) {
@@ -140,6 +209,7 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
 
   PTB_TRY(const MappedFile* library, extract(part, package, model.wrapper_library, scratch_dir, "library.so"));
   PTB_TRY(auto library_hash, sha256_range_hex(*library, 0, library->size()));
+  PTB_CHECK(apply_dynamic_bounds(request, package, model, *library, spec, part));
   // A program without weights (check_cuda_package_model let it through only
   // when its wrapper declares no constants) has an empty blob or none: its
   // data file still holds the blob's key, with no bytes, so that the payload
