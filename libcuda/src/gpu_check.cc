@@ -5,8 +5,8 @@
 
 namespace ptb {
 
-Result<GpuTarget> resolve_gpu_target(std::string_view option, const std::string& driver_library) {
-  GpuTarget target;
+Result<GpusToCheck> resolve_gpus_to_check(std::string_view option, const std::string& driver_library) {
+  GpusToCheck target;
   if (option == "none") {
     target.mode = GpuMode::None;
     target.description = "none (--gpu none)";
@@ -46,7 +46,7 @@ Result<GpuTarget> resolve_gpu_target(std::string_view option, const std::string&
 
 Result<VerifyReport> verify_paths(const std::vector<std::string>& arguments, const VerifyOptions& options) {
   VerifyReport report;
-  PTB_TRY(report.gpu, resolve_gpu_target(options.gpu, options.driver_library));
+  PTB_TRY(report.gpu, resolve_gpus_to_check(options.gpu, options.driver_library));
   for (const std::string& argument : arguments) {
     report.checks.begin_path(argument);
     IntegrityOptions integrity;

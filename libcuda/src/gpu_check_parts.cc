@@ -256,7 +256,7 @@ bool judge_unit(const VerifySubject& subject, const CudaUnit& unit, GpuCapabilit
 
 }  // namespace
 
-std::vector<GpuCapability> check_gpu(const VerifySubject& subject, const GpuTarget& gpu, CheckList& checks) {
+std::vector<GpuCapability> check_gpu(const VerifySubject& subject, const GpusToCheck& gpu, CheckList& checks) {
   std::vector<CudaUnit> units =
       subject.kind == SubjectKind::Package ? package_units(subject, checks) : program_units(subject, checks);
   if (units.empty()) {
@@ -278,7 +278,7 @@ std::vector<GpuCapability> check_gpu(const VerifySubject& subject, const GpuTarg
 }
 
 std::vector<std::vector<GpuCapability>> check_gpu_per_target(const std::vector<const VerifySubject*>& programs,
-                                                             const GpuTarget& gpu, CheckList& checks) {
+                                                             const GpusToCheck& gpu, CheckList& checks) {
   std::vector<std::vector<GpuCapability>> runs_on(programs.size());
   if (programs.empty()) return runs_on;
   const std::string part_label = "part " + programs.front()->part_name;

@@ -171,7 +171,7 @@ std::string no_test_case_reason(const VerifySubject& subject) {
 
 }  // namespace
 
-void check_testcases(const VerifySubject& subject, const GpuTarget& gpu, const std::vector<GpuCapability>& runs_on,
+void check_testcases(const VerifySubject& subject, const GpusToCheck& gpu, const std::vector<GpuCapability>& runs_on,
                      CheckList& checks) {
   if (!has_test_case(subject)) {
     checks.skip(checks::kTestcase, subject.label, no_test_case_reason(subject));

@@ -14,14 +14,7 @@ const char* kernel_container_name(KernelContainer container) {
   return "unknown";
 }
 
-std::string kernel_target_name(uint32_t sm, ArchVariant variant, bool ptx) {
-  std::string name = (ptx ? "compute_" : "sm_") + std::to_string(sm);
-  if (variant == ArchVariant::ArchSpecific) name += 'a';
-  if (variant == ArchVariant::Family) name += 'f';
-  return name;
-}
-
-std::string KernelImage::target() const { return kernel_target_name(sm, variant, kind == KernelKind::Ptx); }
+std::string KernelImage::target() const { return GpuTarget{sm, variant, kind == KernelKind::Ptx}.name(); }
 
 std::string KernelImage::ptx_version() const {
   if (ptx_major == 0 && ptx_minor == 0) return "";

@@ -6,35 +6,10 @@
 #include <string>
 
 #include "ptbundle/kernels/compat.h"
+#include "ptbundle/kernels/gpu_target.h"
 
 namespace ptb {
 namespace {
-
-struct ParsedTarget {
-  uint32_t sm = 0;
-  bool ptx = false;
-  bool arch_specific = false;  // "sm_90a"/"sm_100f": only on that SM (family)
-};
-
-std::optional<ParsedTarget> parse_target(const std::string& name) {
-  ParsedTarget out;
-  std::string digits;
-  if (name.rfind("sm_", 0) == 0) {
-    digits = name.substr(3);
-  } else if (name.rfind("compute_", 0) == 0) {
-    digits = name.substr(8);
-    out.ptx = true;
-  } else {
-    return std::nullopt;
-  }
-  if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f')) {
-    out.arch_specific = true;
-    digits.pop_back();
-  }
-  if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  out.sm = static_cast<uint32_t>(std::stoul(digits));
-  return out;
-}
 
 std::string target_list(const std::vector<std::string>& targets) {
   std::string out;
@@ -50,19 +25,19 @@ TargetProgramChoice choose_target_program(const std::vector<std::string>& target
   std::optional<size_t> same_major, ptx;
   uint32_t same_major_sm = 0, ptx_sm = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
-    auto target = parse_target(targets[i]);
+    auto target = parse_gpu_target(targets[i]);
     if (!target) continue;
     if (!target->ptx && target->sm == sm) {
       choice.index = i;
       choice.message = "the " + targets[i] + " program, native for " + gpu.name();
       return choice;
     }
-    if (!target->ptx && !target->arch_specific && target->sm / 10 == gpu.major && target->sm < sm &&
+    if (!target->ptx && target->variant == ArchVariant::Plain && target->sm / 10 == gpu.major && target->sm < sm &&
         (!same_major || target->sm > same_major_sm)) {
       same_major = i;
       same_major_sm = target->sm;
     }
-    if (target->ptx && !target->arch_specific && target->sm <= sm && (!ptx || target->sm > ptx_sm)) {
+    if (target->ptx && target->variant == ArchVariant::Plain && target->sm <= sm && (!ptx || target->sm > ptx_sm)) {
       ptx = i;
       ptx_sm = target->sm;
     }

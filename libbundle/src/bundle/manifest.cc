@@ -461,18 +461,6 @@ bool is_part_file_path(std::string_view path, std::string_view part_name, FileRo
   return digits.front() != '0' && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-bool is_gpu_target_name(std::string_view target) {
-  std::string_view digits;
-  if (target.substr(0, 3) == "sm_") {
-    digits = target.substr(3);
-    if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f')) digits.remove_suffix(1);
-  } else if (target.substr(0, 8) == "compute_") {
-    digits = target.substr(8);
-  }
-  return !digits.empty() && digits.size() <= 4 &&
-         std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 std::string testcase_key(std::string_view method, bool output, size_t index) {
   return std::string(method) + (output ? ".output." : ".input.") + std::to_string(index);
 }

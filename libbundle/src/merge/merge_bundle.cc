@@ -417,9 +417,9 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
     return std::tie(plan.targets[a].ptx, plan.targets[a].sm) < std::tie(plan.targets[b].ptx, plan.targets[b].sm);
   });
   for (size_t i : order) {
-    std::string program_path = part_target_program_path(job.name, plan.targets[i].name);
+    std::string program_path = part_target_program_path(job.name, plan.targets[i].name());
     PTB_CHECK(copy_mapped(plan.exports[i].pte().file(), job.staging / program_path));
-    PTB_TRY(ManifestFile program, file_entry(job.staging, program_path, FileRole::Program, plan.targets[i].name));
+    PTB_TRY(ManifestFile program, file_entry(job.staging, program_path, FileRole::Program, plan.targets[i].name()));
     files.push_back(program);
   }
   for (size_t i : order) {

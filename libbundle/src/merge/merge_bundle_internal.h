@@ -16,13 +16,6 @@ struct PartProgram {
   std::string target;  // from the input manifest; "" when the program is untargeted
 };
 
-struct GpuTarget {
-  std::string name;  // "sm_90", "sm_90a", "compute_75"
-  uint32_t sm = 0;
-  bool ptx = false;
-};
-// nullopt unless is_gpu_target_name(name).
-std::optional<GpuTarget> parse_gpu_target(const std::string& name);
 
 // Every program of a single-blob part checked against the first (same
 // program, same weights key and bytes), each under its target.

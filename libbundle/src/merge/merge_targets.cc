@@ -38,12 +38,12 @@ Result<GpuTarget> target_of(const Export& e, LibraryScanCache& scans) {
   }
   std::sort(cubins.begin(), cubins.end());
   std::sort(ptx.begin(), ptx.end());
-  if (cubins.size() == 1) return GpuTarget{"sm_" + num(cubins.front()), cubins.front(), false};
+  if (cubins.size() == 1) return GpuTarget{cubins.front(), ArchVariant::Plain, false};
   if (cubins.size() > 1) {
     return invalid(e.name() + ": its libraries hold cubins for " + sm_list(cubins) +
                    "; expected the cubins of one GPU target, which names the program in the merged bundle");
   }
-  if (!ptx.empty()) return GpuTarget{"compute_" + num(ptx.front()), ptx.front(), true};
+  if (!ptx.empty()) return GpuTarget{ptx.front(), ArchVariant::Plain, true};
   return invalid(e.name() + ": no GPU kernels found in its libraries; expected cubins or PTX that say which GPU it is for");
 }
 
@@ -94,17 +94,6 @@ std::vector<VariantOrigin> origins_of(const Export& e, const GpuTarget& target) 
 
 }  // namespace
 
-std::optional<GpuTarget> parse_gpu_target(const std::string& name) {
-  if (!is_gpu_target_name(name)) return std::nullopt;
-  GpuTarget target;
-  target.name = name;
-  target.ptx = name.rfind("compute_", 0) == 0;
-  size_t digits = name.find('_') + 1;
-  size_t end = name.find_first_not_of("0123456789", digits);
-  target.sm = static_cast<uint32_t>(std::stoul(name.substr(digits, end == std::string::npos ? end : end - digits)));
-  return target;
-}
-
 Result<PerTargetPlan> plan_per_target(const std::vector<PartProgram>& programs, std::vector<Export> exports,
                                       LibraryScanCache& scans, unsigned threads) {
   PerTargetPlan plan;
@@ -138,9 +127,9 @@ Result<PerTargetPlan> plan_per_target(const std::vector<PartProgram>& programs, 
     } else {
       return invalid(e.name() + ": the bundle lists it for '" + programs[i].target + "'; expected a GPU target such as sm_90");
     }
-    auto [owner, fresh] = owners.emplace(target.name, &e);
+    auto [owner, fresh] = owners.emplace(target.name(), &e);
     if (!fresh) {
-      return invalid(owner->second->name() + " and " + e.name() + " are both programs for " + target.name +
+      return invalid(owner->second->name() + " and " + e.name() + " are both programs for " + target.name() +
                      "; expected each GPU target once");
     }
     plan.targets.push_back(target);

@@ -16,6 +16,7 @@
 
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/base/result.h"
+#include "ptbundle/kernels/gpu_target.h"  // is_gpu_target_name: a target's folder and a program's "target"
 
 namespace ptb {
 
@@ -59,8 +60,6 @@ struct ManifestFile {
 // per target, because a part name may contain '.' and "<name>.<target>.pte"
 // could be another part's program.
 std::string part_target_program_path(std::string_view part_name, std::string_view target, unsigned generation = 0);
-// "sm_<digits>" with an optional "a" or "f", or "compute_<digits>".
-bool is_gpu_target_name(std::string_view target);
 
 struct ManifestValue {
   std::string kind;   // "tensor", or the value kind from describe_methods ("int", "none", ...)

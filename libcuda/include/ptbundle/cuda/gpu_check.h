@@ -20,7 +20,7 @@ namespace ptb {
 enum class GpuMode { Auto, Given, None };
 
 // What --gpu asked for, resolved against this machine.
-struct GpuTarget {
+struct GpusToCheck {
   GpuMode mode = GpuMode::Auto;
   // The capabilities to judge against, distinct; empty when there is none
   // (then skip_reason says why, and GPU checks are skipped, not failed).
@@ -36,24 +36,24 @@ struct GpuTarget {
 
 // "auto", "none" or a compute capability ("sm_86", "8.6", "86"); anything
 // else is a usage error. `driver_library` stands in for libcuda.so.1 in tests.
-Result<GpuTarget> resolve_gpu_target(std::string_view option, const std::string& driver_library = kDriverLibrary);
+Result<GpusToCheck> resolve_gpus_to_check(std::string_view option, const std::string& driver_library = kDriverLibrary);
 
 // kKernelTargets and kGpu for one subject. Returns the capabilities of
 // `gpu` the subject runs on (all of them for a subject with no CUDA code).
-std::vector<GpuCapability> check_gpu(const VerifySubject& subject, const GpuTarget& gpu, CheckList& checks);
+std::vector<GpuCapability> check_gpu(const VerifySubject& subject, const GpusToCheck& gpu, CheckList& checks);
 
 // The same for a part kept as one program per GPU target (subjects with
 // `target`, all of one part): on each GPU the part runs when the program
 // choose_target_program picks runs there. Returns, per program, the
 // capabilities it was picked for and runs on.
 std::vector<std::vector<GpuCapability>> check_gpu_per_target(const std::vector<const VerifySubject*>& programs,
-                                                             const GpuTarget& gpu, CheckList& checks);
+                                                             const GpusToCheck& gpu, CheckList& checks);
 
 // kTestcase for one subject: reproduced on a GPU here when the runner is
 // built and the subject runs on that GPU (`runs_on`, from check_gpu),
 // compared with the tolerance bundle.json records (a .bpte's: by dtype, see
 // tolerance.h); skipped with the reason otherwise.
-void check_testcases(const VerifySubject& subject, const GpuTarget& gpu, const std::vector<GpuCapability>& runs_on,
+void check_testcases(const VerifySubject& subject, const GpusToCheck& gpu, const std::vector<GpuCapability>& runs_on,
                      CheckList& checks);
 
 struct VerifyOptions {
@@ -63,7 +63,7 @@ struct VerifyOptions {
 };
 
 struct VerifyReport {
-  GpuTarget gpu;
+  GpusToCheck gpu;
   CheckList checks;
   std::vector<SignatureSummary> signatures;  // one per bundle folder argument
 };

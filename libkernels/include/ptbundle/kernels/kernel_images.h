@@ -11,16 +11,12 @@
 
 #include "ptbundle/base/file.h"
 #include "ptbundle/base/result.h"
+#include "ptbundle/kernels/gpu_target.h"
 
 namespace ptb {
 
 enum class KernelKind { Cubin, Ptx };
 const char* kernel_kind_name(KernelKind kind);  // "cubin", "ptx"
-
-// How far a target's code travels (CUDA 12.9+ names): plain sm_90 and
-// compute_90, architecture-specific sm_90a (only that exact GPU), family
-// sm_100f (the GPUs of that family).
-enum class ArchVariant { Plain, ArchSpecific, Family };
 
 // Where an image's bytes were found.
 enum class KernelContainer {
@@ -71,6 +67,5 @@ struct KernelImage {
 Result<std::vector<KernelImage>> scan_kernels(Bytes data, const std::string& name);
 
 // "sm_90a" from (90, ArchSpecific); the PTX name with `ptx` set.
-std::string kernel_target_name(uint32_t sm, ArchVariant variant, bool ptx);
 
 }  // namespace ptb
