@@ -11,11 +11,16 @@
 // model runs without a CUDA graph, so no search ever happens in a capture.
 #include <cudnn.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <array>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <tuple>
 
 #include "cuda_libraries.h"
+#include "cudnn_graph.h"
 #include "shim_support.h"
 
 namespace ptb::builtin {
@@ -77,11 +82,13 @@ struct ConvKey {
   int64_t groups;
   std::vector<int> x_dims, x_strides, w_dims, y_dims, y_strides, pad, stride, dilation;
   bool w_channels_last;
+  std::array<int64_t, 3> alignment;  // of x, w and y: the graph API's plans depend on it
   bool operator<(const ConvKey& o) const {
     return std::tie(device, dtype, transposed, groups, x_dims, x_strides, w_dims, y_dims, y_strides, pad, stride,
-                    dilation, w_channels_last) < std::tie(o.device, o.dtype, o.transposed, o.groups, o.x_dims,
-                                                          o.x_strides, o.w_dims, o.y_dims, o.y_strides, o.pad,
-                                                          o.stride, o.dilation, o.w_channels_last);
+                    dilation, w_channels_last, alignment) < std::tie(o.device, o.dtype, o.transposed, o.groups,
+                                                                     o.x_dims, o.x_strides, o.w_dims, o.y_dims,
+                                                                     o.y_strides, o.pad, o.stride, o.dilation,
+                                                                     o.w_channels_last, o.alignment);
   }
 };
 
@@ -92,6 +99,7 @@ struct ConvPlan {
   cudnnConvolutionDescriptor_t conv = nullptr;
   cudnnConvolutionFwdAlgo_t forward_algo{};
   cudnnConvolutionBwdDataAlgo_t backward_algo{};
+  std::unique_ptr<GraphConvPlan> graph;  // when the graph API's engine beat the legacy algorithms
   size_t workspace = 0;
   ~ConvPlan() {
     if (!api) return;
@@ -135,6 +143,42 @@ void* workspace(int device, cudaStream_t stream, size_t bytes) {
   return data;
 }
 
+// PTB_TRACE_CUDNN=1: each search's candidates on stderr, for the speed work
+// (there is no profiler on every GPU machine).
+bool tracing() {
+  static const bool on = std::getenv("PTB_TRACE_CUDNN") != nullptr;
+  return on;
+}
+
+bool graph_enabled() {
+  static const bool on = [] {
+    const char* value = std::getenv("PTB_CUDNN_GRAPH");
+    return value && std::string(value) == "1";
+  }();
+  return on;
+}
+
+std::string ints_text(const std::vector<int>& v) {
+  std::string text;
+  for (size_t i = 0; i < v.size(); ++i) text += (i ? "," : "") + std::to_string(v[i]);
+  return text;
+}
+
+template <typename Perf>
+void trace_search(const ConvKey& key, const Perf* results, int found) {
+  if (!tracing()) return;
+  std::fprintf(stderr, "cudnn %s x[%s]/[%s] w[%s]%s y[%s]/[%s] pad %s stride %s groups %lld\n",
+               key.transposed ? "bwd-data" : "fwd", ints_text(key.x_dims).c_str(), ints_text(key.x_strides).c_str(),
+               ints_text(key.w_dims).c_str(), key.w_channels_last ? " nhwc" : "", ints_text(key.y_dims).c_str(),
+               ints_text(key.y_strides).c_str(), ints_text(key.pad).c_str(), ints_text(key.stride).c_str(),
+               static_cast<long long>(key.groups));
+  for (int i = 0; i < found; ++i) {
+    std::fprintf(stderr, "  algo %d status %d %.4f ms %zu bytes math %d\n", static_cast<int>(results[i].algo),
+                 static_cast<int>(results[i].status), results[i].time, results[i].memory,
+                 static_cast<int>(results[i].mathType));
+  }
+}
+
 std::vector<int> as_ints(const std::vector<int64_t>& values) { return std::vector<int>(values.begin(), values.end()); }
 
 // cuDNN takes 4-d and 5-d tensors: a 1-d convolution is a 2-d one with a
@@ -149,6 +193,28 @@ std::vector<int64_t> param_with_height(const std::vector<int64_t>& v, int64_t va
   std::vector<int64_t> out = v;
   out.insert(out.begin(), value);
   return out;
+}
+
+GraphConvShape graph_shape(const ConvKey& key, cudnnDataType_t type) {
+  GraphConvShape shape;
+  shape.backward_data = key.transposed;
+  shape.data_type = type;
+  shape.compute_type = key.dtype == ScalarType::Double ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  shape.tensor_cores = key.dtype == ScalarType::Half || key.dtype == ScalarType::BFloat16;
+  auto wide = [](const std::vector<int>& v) { return std::vector<int64_t>(v.begin(), v.end()); };
+  shape.x_dims = wide(key.x_dims);
+  shape.x_strides = wide(key.x_strides);
+  shape.y_dims = wide(key.y_dims);
+  shape.y_strides = wide(key.y_strides);
+  shape.w_dims = wide(key.w_dims);
+  shape.w_strides = key.w_channels_last ? channels_last_strides(shape.w_dims) : contiguous_strides(shape.w_dims);
+  shape.pad = wide(key.pad);
+  shape.stride = wide(key.stride);
+  shape.dilation = wide(key.dilation);
+  shape.x_align = key.alignment[0];
+  shape.w_align = key.alignment[1];
+  shape.y_align = key.alignment[2];
+  return shape;
 }
 
 Result<ConvPlan*> plan_for(const Cudnn& api, cudnnHandle_t handle, const ConvKey& key, const Tensor& x, const Tensor& w,
@@ -186,18 +252,34 @@ Result<ConvPlan*> plan_for(const Cudnn& api, cudnnHandle_t handle, const ConvKey
     return invalid("cannot allocate " + std::to_string(kFindWorkspace >> 20) + " MiB to search cuDNN's algorithms");
   }
   PTB_CHECK(check(api.set_stream(handle, stream)));
+  // With PTB_CUDNN_GRAPH=1, the graph API's engines first, then the legacy
+  // algorithms; the faster of the two bests serves the calls. Opt-in until
+  // it has been measured against eager PyTorch on a GPU (issue 20): no GPU
+  // machine was lent when it was written.
+  std::optional<GraphConvChoice> graph;
+  if (!graph_enabled()) {
+  } else if (auto found_graph = find_graph_conv(api, handle, graph_shape(key, type), x.data(), w.data(), y.data(), stream,
+                                         scratch, kFindWorkspace, tracing());
+      found_graph.ok()) {
+    graph = std::move(*found_graph);
+  } else if (tracing()) {
+    std::fprintf(stderr, "  graph: %s\n", found_graph.error().message.c_str());
+  }
+  float legacy_ms = -1;
   int found = 0;
   cudnnStatus_t status;
   if (!key.transposed) {
     cudnnConvolutionFwdAlgoPerf_t results[8];
     status = api.find_forward(handle, plan->x, x.data(), plan->w, w.data(), plan->conv, plan->y, y.data(), 8, &found,
                               results, scratch, kFindWorkspace);
+    trace_search(key, results, found);
     int best = -1;
     for (int i = 0; i < found && best < 0; ++i)
       if (results[i].status == CUDNN_STATUS_SUCCESS) best = i;
     if (status == CUDNN_STATUS_SUCCESS && best >= 0) {
       plan->forward_algo = results[best].algo;
       plan->workspace = results[best].memory;
+      legacy_ms = results[best].time;
     }
     if (best < 0 && status == CUDNN_STATUS_SUCCESS) status = CUDNN_STATUS_NOT_SUPPORTED;
   } else {
@@ -207,17 +289,28 @@ Result<ConvPlan*> plan_for(const Cudnn& api, cudnnHandle_t handle, const ConvKey
     // output tensor here and `y` the input.
     status = api.find_backward_data(handle, plan->w, w.data(), plan->y, y.data(), plan->conv, plan->x, x.data(), 8,
                                     &found, results, scratch, kFindWorkspace);
+    trace_search(key, results, found);
     int best = -1;
     for (int i = 0; i < found && best < 0; ++i)
       if (results[i].status == CUDNN_STATUS_SUCCESS) best = i;
     if (status == CUDNN_STATUS_SUCCESS && best >= 0) {
       plan->backward_algo = results[best].algo;
       plan->workspace = results[best].memory;
+      legacy_ms = results[best].time;
     }
     if (best < 0 && status == CUDNN_STATUS_SUCCESS) status = CUDNN_STATUS_NOT_SUPPORTED;
   }
   cudaStreamSynchronize(stream);
   cudaFree(scratch);
+  if (graph && (status != CUDNN_STATUS_SUCCESS || graph->milliseconds < legacy_ms)) {
+    plan->workspace = graph->plan->workspace();
+    plan->graph = std::move(graph->plan);
+    status = CUDNN_STATUS_SUCCESS;
+  }
+  if (tracing()) {
+    std::fprintf(stderr, "  chosen: %s\n",
+                 plan->graph ? plan->graph->engine().c_str() : status == CUDNN_STATUS_SUCCESS ? "legacy" : "none");
+  }
   if (status != CUDNN_STATUS_SUCCESS) return invalid("no cuDNN algorithm for this convolution: " + cudnn_text(api, status));
   ConvPlan* kept = plan.get();
   state.plans[key] = std::move(plan);
@@ -345,13 +438,15 @@ Result<Tensor> convolve(const Tensor& input, const Tensor& weight, const Tensor*
   key.w_channels_last = w_nhwc;
   if (args.transposed) std::swap(key.x_dims, key.y_dims), std::swap(key.x_strides, key.y_strides);
 
+  const Tensor& x_tensor = args.transposed ? out : input;
+  const Tensor& y_tensor = args.transposed ? input : out;
+  key.alignment = {pointer_alignment(x_tensor.data()), pointer_alignment(w->data()), pointer_alignment(y_tensor.data())};
+
   const Cudnn* api = cudnn();
   if (!api) return invalid("cuDNN cannot be opened: " + why_cudnn());
   const cudaStream_t stream = stream_for(input);
   std::lock_guard lock(conv_state().mutex);
   PTB_TRY(cudnnHandle_t handle, handle_for(*api, key.device));
-  const Tensor& x_tensor = args.transposed ? out : input;
-  const Tensor& y_tensor = args.transposed ? input : out;
   PTB_TRY(ConvPlan* plan, plan_for(*api, handle, key, x_tensor, *w, y_tensor, stream));
   void* work = plan->workspace ? workspace(key.device, stream, plan->workspace) : nullptr;
   if (plan->workspace && !work) return invalid("no workspace of " + std::to_string(plan->workspace) + " bytes for cuDNN");
@@ -360,7 +455,9 @@ Result<Tensor> convolve(const Tensor& input, const Tensor& weight, const Tensor*
   const double one64 = 1, zero64 = 0;
   const void* one = input.dtype == ScalarType::Double ? static_cast<const void*>(&one64) : &one32;
   const void* zero = input.dtype == ScalarType::Double ? static_cast<const void*>(&zero64) : &zero32;
-  if (status == CUDNN_STATUS_SUCCESS) {
+  if (status == CUDNN_STATUS_SUCCESS && plan->graph) {
+    status = plan->graph->run(handle, x_tensor.data(), w->data(), y_tensor.data(), work);
+  } else if (status == CUDNN_STATUS_SUCCESS) {
     status = !args.transposed
                  ? api->forward(handle, one, plan->x, input.data(), plan->w, w->data(), plan->conv, plan->forward_algo,
                                 work, plan->workspace, zero, plan->y, out.data())

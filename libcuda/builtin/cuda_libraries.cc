@@ -148,6 +148,12 @@ LoadedCudnn& cudnn_state() {
     bind(h, "cudnnGetConvolutionBackwardDataWorkspaceSize", a.backward_data_workspace, missing);
     bind(h, "cudnnConvolutionBackwardData", a.backward_data, missing);
     bind(h, "cudnnAddTensor", a.add_tensor, missing);
+    bind(h, "cudnnBackendCreateDescriptor", a.backend_create, missing);
+    bind(h, "cudnnBackendDestroyDescriptor", a.backend_destroy, missing);
+    bind(h, "cudnnBackendSetAttribute", a.backend_set, missing);
+    bind(h, "cudnnBackendGetAttribute", a.backend_get, missing);
+    bind(h, "cudnnBackendFinalize", a.backend_finalize, missing);
+    bind(h, "cudnnBackendExecute", a.backend_execute, missing);
     if (!missing.empty()) {
       loaded.library.why = loaded.library.path + " lacks " + missing + " (cuDNN 9 is needed)";
       return loaded;

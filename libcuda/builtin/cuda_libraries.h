@@ -63,6 +63,14 @@ struct Cudnn {
   decltype(&cudnnGetConvolutionBackwardDataWorkspaceSize) backward_data_workspace = nullptr;
   decltype(&cudnnConvolutionBackwardData) backward_data = nullptr;
   decltype(&cudnnAddTensor) add_tensor = nullptr;
+  // The graph (backend) API: the engines eager PyTorch's cuDNN v8 path
+  // uses, which the legacy algorithm enums above do not all reach.
+  decltype(&cudnnBackendCreateDescriptor) backend_create = nullptr;
+  decltype(&cudnnBackendDestroyDescriptor) backend_destroy = nullptr;
+  decltype(&cudnnBackendSetAttribute) backend_set = nullptr;
+  decltype(&cudnnBackendGetAttribute) backend_get = nullptr;
+  decltype(&cudnnBackendFinalize) backend_finalize = nullptr;
+  decltype(&cudnnBackendExecute) backend_execute = nullptr;
 };
 
 // Opened on first call; nullptr once opening failed (why_cublas() /
