@@ -2,7 +2,6 @@
 // parsed from the mapping of the descriptor BundleDir checked.
 #include "ptbundle/bundle/bundle.h"
 
-#include <algorithm>
 #include <filesystem>
 
 #include "ptbundle/bundle/manifest.h"
