@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zip.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -22,6 +23,9 @@
 #include "ptbundle/bundle/manifest.h"
 #include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/npy.h"
+#include "ptbundle/formats/ptd.h"
+#include "ptbundle/formats/segment_source.h"
+#include "ptbundle/signing/folder_digests.h"
 #include "ptbundle/base/file.h"
 #include "ptbundle/base/mapping_guard.h"
 #include "ptbundle/base/sha256.h"
@@ -767,3 +771,50 @@ TEST_CASE("hostile: a sparse 1 TiB data file that bundle.json records as smaller
   // Hashing it took ~30 s (15 s per 512 GiB of holes); comparing sizes, milliseconds.
   CHECK_MESSAGE(seconds < 5, seconds);
 }
+
+// ---- issue 22, round 3: journals, tampered inputs, readers and writers ----
+TEST_CASE("hostile: a hand-written journal never excuses a planted program; it explains only its own export's files") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto bundle = dir / "bundle";
+  REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+  fs::copy_file(fixture("executorch/add.pte"), bundle / "evil.pte");
+  auto planted = run({"verify", bundle.string(), "--gpu", "none"});
+  CHECK(planted.exit_code == 1);
+  CHECK(mentions(planted.out, "evil.pte"));
+
+  // The journal names it: still a failure, and the journal's claim is named.
+  write_text(bundle / kJournalFileName, "ptbundle pending 1\nevil.pte\n");
+  auto excused = run({"verify", bundle.string(), "--gpu", "none", "--json"});
+  CHECK_MESSAGE(excused.exit_code == 1, excused.out);
+  auto json = nlohmann::json::parse(excused.out);
+  CHECK_FALSE(json["ok"].get<bool>());
+  bool unlisted = false;
+  for (const auto& check : json["checks"]) {
+    if (check["check"] == "unlisted_file" && check["status"] == "fail" && mentions(check["subject"], "evil.pte")) unlisted = true;
+  }
+  CHECK(unlisted);
+  CHECK(mentions(excused.out, "a journal only explains files its own export wrote"));
+
+  // A file of a listed part under another generation, as a replacement killed
+  // before its commit leaves it: a leftover (warned), not a failure.
+  fs::remove(bundle / "evil.pte");
+  fs::copy_file(bundle / "enc.pte", bundle / "enc@1.pte");
+  write_text(bundle / kJournalFileName, "ptbundle pending 1\nenc@1.pte\n");
+  auto replaced = run({"verify", bundle.string(), "--gpu", "none", "--json"});
+  CHECK_MESSAGE(replaced.exit_code == 0, replaced.out);
+  CHECK(mentions(replaced.out, "\"leftover\""));
+  // Without the journal's word it is unlisted.
+  fs::remove(bundle / kJournalFileName);
+  CHECK(run({"verify", bundle.string(), "--gpu", "none"}).exit_code == 1);
+
+  // The next writer removes what a journal named, explained or not.
+  write_text(bundle / kJournalFileName, "ptbundle pending 1\nenc@1.pte\nnew.pte\n");
+  fs::copy_file(fixture("executorch/add.pte"), bundle / "new.pte");
+  CHECK(run(export_args(bundle, "other")).exit_code == 0);
+  CHECK_FALSE(fs::exists(bundle / "enc@1.pte"));
+  CHECK_FALSE(fs::exists(bundle / "new.pte"));
+  CHECK(bundle_is_clean(bundle));
+  CHECK(run({"verify", bundle.string(), "--gpu", "none"}).exit_code == 0);
+}
+

@@ -68,6 +68,26 @@ std::vector<std::string> journal_paths(const BundleDir& dir) {
 
 std::string errno_text() { return std::strerror(errno); }
 
+// The part a path names as part_file_path or part_target_program_path would
+// ("testcases/enc@2.ptd" -> "enc"), if it is one of the manifest's parts and
+// the path has that part's form for its role.
+bool is_file_of_listed_part(const std::string& path, const Manifest& manifest) {
+  std::string_view rest = path;
+  std::optional<std::string> target;
+  FileRole role = path.ends_with(".pte") ? FileRole::Program : FileRole::Data;
+  if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
+    std::string folder(rest.substr(0, slash));
+    if (folder == kTestcaseFolder && role == FileRole::Data) role = FileRole::Testcase;
+    else if (is_gpu_target_name(folder) && role == FileRole::Program) target = folder;
+    else return false;
+    rest.remove_prefix(slash + 1);
+  }
+  std::string_view name = rest.substr(0, rest.rfind('.'));
+  if (size_t at = name.find('@'); at != std::string_view::npos) name = name.substr(0, at);
+  const ManifestPart* part = manifest.find_part(std::string(name));
+  return part && is_part_file_path(path, part->name, role, target);
+}
+
 }  // namespace
 
 std::chrono::seconds bundle_lock_wait() {
@@ -80,9 +100,14 @@ std::chrono::seconds bundle_lock_wait() {
 }
 
 bool is_temporary_name(const std::string& name) {
-  // ".<name>.XXXXXX.tmp"
+  // ".<name>.XXXXXX.tmp", the six of mkstemp's letters and digits.
   if (name.size() < 13 || name.front() != '.' || !name.ends_with(".tmp")) return false;
-  return name[name.size() - 11] == '.';
+  if (name[name.size() - 11] != '.') return false;
+  for (size_t i = name.size() - 10; i < name.size() - 4; ++i) {
+    const char c = name[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return false;
+  }
+  return true;
 }
 
 BundleLeftovers find_leftovers(const BundleDir& dir, const Manifest* manifest) {
@@ -110,7 +135,8 @@ BundleLeftovers find_leftovers(const BundleDir& dir, const Manifest* manifest) {
     for (const auto& path : journal_paths(dir)) {
       if (listed.count(path)) continue;
       if (dir.kind(path).value_or(BundleDir::Kind::Missing) == BundleDir::Kind::Missing) continue;
-      out.pending.push_back(path);
+      if (manifest && is_file_of_listed_part(path, *manifest)) out.pending.push_back(path);
+      else out.unexplained.push_back(path);
     }
   }
   return out;
@@ -171,6 +197,10 @@ Result<BundleTransaction> BundleTransaction::begin(const std::string& bundle_dir
   BundleLeftovers left = find_leftovers(t.dir_, t.manifest_ ? &*t.manifest_ : nullptr);
   for (const auto& path : left.temporary) PTB_CHECK(t.dir_.remove_file(path));
   for (const auto& path : left.pending) PTB_CHECK(t.dir_.remove_file(path));
+  // A new part's files, placed before a commit that never came, are named
+  // only by the journal; they (or a file a forged journal names, which a
+  // hand could remove as well) go too, so the part can be exported again.
+  for (const auto& path : left.unexplained) PTB_CHECK(t.dir_.remove_file(path));
   if (left.journal) PTB_CHECK(t.dir_.remove_file(kJournalFileName));
   return t;
 }

@@ -413,13 +413,20 @@ std::set<std::string> check_leftovers(const BundleDir& dir, const std::vector<Ma
                 std::string("written by an export that was interrupted before it committed, or superseded by one; "
                             "bundle.json does not list it; ") + removal);
   }
+  // Unexplained files are not excused: check_unlisted fails them as any
+  // unlisted file; this says why the journal did not count.
+  for (const auto& path : left.unexplained) {
+    checks.warn(checks::kLeftover, dir.display(kJournalFileName),
+                "names " + path + ", which is no file of a part bundle.json lists; a journal only explains files its own "
+                "export wrote, so " + path + " counts as unlisted");
+  }
   const auto staging = find_stale_staging(dir.path());
   for (const auto& path : staging) {
     checks.warn(checks::kLeftover, path,
                 "the staging folder of an interrupted `ptbundle merge` into this folder; the next merge into it "
                 "removes it, or delete it");
   }
-  if (left.temporary.empty() && left.pending.empty() && staging.empty()) {
+  if (left.temporary.empty() && left.pending.empty() && left.unexplained.empty() && staging.empty()) {
     checks.pass(checks::kLeftover, dir.path(), "no temporary files of an interrupted write");
   }
   return {left.pending.begin(), left.pending.end()};

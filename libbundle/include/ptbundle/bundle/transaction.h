@@ -32,9 +32,16 @@ inline constexpr const char* kJournalFileName = ".ptbundle.pending";
 std::chrono::seconds bundle_lock_wait();
 
 // What an interrupted writer left in a bundle folder (paths relative to it).
+// The journal is a plain file anyone can write, so it only explains files
+// its own command could have written: a file of a part bundle.json lists,
+// under that part's name in another generation ("enc@1.pte" placed before
+// the commit, "enc.pte" superseded after it). Any other .pte/.ptd it names
+// is `unexplained`: indistinguishable from a planted file, so verify fails
+// it as unlisted, and only a writer (holding the lock) removes it.
 struct BundleLeftovers {
-  std::vector<std::string> temporary;  // ".<name>.XXXXXX.tmp" files
-  std::vector<std::string> pending;    // named by the journal and not by bundle.json
+  std::vector<std::string> temporary;    // ".<name>.XXXXXX.tmp" files
+  std::vector<std::string> pending;      // named by the journal: another generation of a listed part's file
+  std::vector<std::string> unexplained;  // named by the journal, of no part bundle.json lists
   bool journal = false;
 };
 // `manifest`: the bundle.json now in the folder, if it reads.
