@@ -773,6 +773,17 @@ TEST_CASE("hostile: a sparse 1 TiB data file that bundle.json records as smaller
 }
 
 // ---- issue 22, round 3: journals, tampered inputs, readers and writers ----
+
+namespace {
+
+void make_key_pair(const fs::path& dir) {
+  REQUIRE(std::system(("openssl ecparam -genkey -name prime256v1 -noout -out " + quote(dir / "key.pem") +
+                       " 2>/dev/null && openssl ec -in " + quote(dir / "key.pem") + " -pubout -out " +
+                       quote(dir / "pub.pem") + " 2>/dev/null").c_str()) == 0);
+}
+
+}  // namespace
+
 TEST_CASE("hostile: a hand-written journal never excuses a planted program; it explains only its own export's files") {
   PTB_REQUIRE_FIXTURES();
   TempDir dir;
@@ -818,3 +829,67 @@ TEST_CASE("hostile: a hand-written journal never excuses a planted program; it e
   CHECK(run({"verify", bundle.string(), "--gpu", "none"}).exit_code == 0);
 }
 
+TEST_CASE("hostile: readers wait for a writer; sign refuses what an interrupted export left") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  make_key_pair(dir.path());
+  auto bundle = dir / "bundle";
+  REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
+
+  SUBCASE("a writer holding the folder keeps readers out, and they say so") {
+    int fd = ::open(bundle.c_str(), O_RDONLY | O_DIRECTORY);
+    REQUIRE(fd >= 0);
+    REQUIRE(::flock(fd, LOCK_EX) == 0);
+    const std::map<std::string, std::string> quick{{"PTB_LOCK_WAIT", "1"}};
+    auto verified = run({"verify", bundle.string(), "--gpu", "none"}, quick);
+    CHECK(verified.exit_code == 1);
+    CHECK(mentions(verified.out, "another ptbundle process is changing this bundle"));
+    auto inspected = run({"inspect", bundle.string()}, quick);
+    CHECK(inspected.exit_code == 3);
+    auto signed_ = run({"sign", bundle.string(), "--key", (dir / "key.pem").string()}, quick);
+    CHECK(signed_.exit_code == 3);
+    CHECK_FALSE(fs::exists(bundle / "bundle.sig"));
+    // A reader holding it keeps the writer out.
+    REQUIRE(::flock(fd, LOCK_SH) == 0);
+    auto exported = run(export_args(bundle, "other"), quick);
+    CHECK(exported.exit_code == 3);
+    CHECK(mentions(exported.err, "reading this bundle"));
+    ::close(fd);
+    CHECK(run(export_args(bundle, "other")).exit_code == 0);
+  }
+  SUBCASE("exports replacing a part while verify, inspect and sign read: each sees a whole bundle") {
+    std::atomic<bool> stop{false};
+    std::thread writer([&] {
+      for (int i = 0; i < 8 && !stop; ++i) run(export_args(bundle, "enc", {"--force"}));
+      stop = true;
+    });
+    int reads = 0;
+    std::string problems;
+    while (!stop && reads < 60) {
+      auto verified = run({"verify", bundle.string(), "--gpu", "none", "--json"});
+      if (verified.exit_code != 0 || mentions(verified.out, "\"warn\"")) problems += verified.out + "\n";
+      auto inspected = run({"inspect", bundle.string(), "--json"});
+      if (inspected.exit_code != 0) problems += inspected.err + "\n";
+      auto signed_ = run({"sign", bundle.string(), "--key", (dir / "key.pem").string()});
+      if (signed_.exit_code != 0) problems += signed_.err + "\n";
+      ++reads;
+    }
+    stop = true;
+    writer.join();
+    CHECK_MESSAGE(problems.empty(), problems);
+  }
+  SUBCASE("after an export killed mid-commit, sign refuses instead of signing the leftovers") {
+    auto killed = run(export_args(bundle, "enc", {"--force"}), {{"PTB_TEST_KILL_AT", "rename-1"}});
+    REQUIRE(killed.exit_code == 128 + SIGKILL);
+    auto signed_ = run({"sign", bundle.string(), "--key", (dir / "key.pem").string()});
+    CHECK(signed_.exit_code == 1);
+    CHECK(mentions(signed_.err, "interrupted"));
+    CHECK(mentions(signed_.err, kJournalFileName));
+    CHECK(mentions(signed_.err, kLockFileName));
+    CHECK_FALSE(fs::exists(bundle / "bundle.sig"));
+    // The next export cleans up; then it signs, and verifies with the key.
+    REQUIRE(run(export_args(bundle, "other")).exit_code == 0);
+    CHECK(run({"sign", bundle.string(), "--key", (dir / "key.pem").string()}).exit_code == 0);
+    CHECK(run({"verify", bundle.string(), "--gpu", "none", "--key", (dir / "pub.pem").string()}).exit_code == 0);
+  }
+}

@@ -16,6 +16,7 @@
 #include "ptbundle/kernels/kernel_images.h"
 #include "ptbundle/bundle/manifest.h"
 #include "ptbundle/bundle/names.h"
+#include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/pt2.h"
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/integrity/integrity.h"
@@ -263,6 +264,10 @@ Result<RunPart> open_target_program(const fs::path& folder, const ManifestPart& 
 }
 
 Result<RunPart> open_bundle_part(const fs::path& folder, const RunPartOptions& options) {
+  // Held while the part's files are opened (mapped, they stay valid after):
+  // the part as bundle.json lists it before or after a write, never between.
+  PTB_TRY(BundleDir locked_dir, BundleDir::open(folder.string()));
+  PTB_TRY(BundleReadLock lock, acquire_read_lock(locked_dir));
   std::error_code ec;
   std::optional<Manifest> manifest;
   if (fs::exists(folder / kManifestFileName, ec)) {

@@ -10,6 +10,7 @@
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/formats/bpte.h"
 #include "ptbundle/bundle/manifest.h"
+#include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/program/program_with_data.h"
@@ -44,6 +45,7 @@ Result<InspectSignature> inspect_signature(const std::string& path) {
 
 Result<InspectBundle> inspect_bundle_folder(const std::string& path, const InspectOptions& options) {
   PTB_TRY(auto dir, BundleDir::open(path));
+  PTB_TRY(auto lock, acquire_read_lock(dir));  // the bundle before or after a write, never between
   PTB_TRY(auto manifest, read_manifest(dir));
   InspectBundle out;
   for (const auto& part : manifest.parts) {

@@ -432,6 +432,13 @@ std::set<std::string> check_leftovers(const BundleDir& dir, const std::vector<Ma
   return {left.pending.begin(), left.pending.end()};
 }
 
+// A writer waiting for the folder lock this reader holds has made
+// .ptbundle.lock: its file, not the bundle's, so no signature lists it.
+void drop_live_lock_file(const BundleDir& dir, FolderDigests& digests) {
+  if (!digests.find(kLockFileName) || !lock_file_in_use(dir)) return;
+  std::erase_if(digests.files, [](const FileDigest& file) { return file.path == kLockFileName; });
+}
+
 }  // namespace
 
 void check_bundle(const std::string& path, const IntegrityOptions& options, CheckList& checks,
@@ -439,6 +446,12 @@ void check_bundle(const std::string& path, const IntegrityOptions& options, Chec
   auto dir = BundleDir::open(path);
   if (!dir.ok()) {
     checks.fail(checks::kManifest, path, dir.error().message);
+    return;
+  }
+  // Held to the end: what is checked is the bundle before or after a write.
+  auto lock = acquire_read_lock(*dir);
+  if (!lock.ok()) {
+    checks.fail(checks::kManifest, path, lock.error().message);
     return;
   }
   // One read of every file: the signature, bundle.json's digests and the
@@ -464,6 +477,7 @@ void check_bundle(const std::string& path, const IntegrityOptions& options, Chec
     checks.fail(checks::kFile, path, digests.error().message);
     digests = FolderDigests{};
   }
+  drop_live_lock_file(*dir, *digests);
   check_signature(path, signature_name, *digests, options, checks, signature);
   check_content_keys(path, *digests, checks);
 

@@ -39,6 +39,9 @@ namespace fs = std::filesystem;
 struct InputBundle {
   std::string dir;
   Manifest manifest;
+  // Held for the whole merge: each input is read as it was before or after
+  // a write to it, never between.
+  BundleReadLock lock;
 };
 
 // A folder that is removed with everything in it unless kept: by the
@@ -435,9 +438,11 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
 Result<std::vector<InputBundle>> read_bundles(const BundleMergeRequest& request) {
   std::vector<InputBundle> bundles;
   for (const std::string& dir : request.bundles) {
+    PTB_TRY(BundleDir opened, BundleDir::open(dir));
+    PTB_TRY(BundleReadLock lock, acquire_read_lock(opened));
     PTB_TRY(Manifest manifest, read_manifest(dir));
     PTB_CHECK(check_bundle_files(dir, manifest));
-    bundles.push_back({dir, std::move(manifest)});
+    bundles.push_back({dir, std::move(manifest), std::move(lock)});
   }
   const Manifest& first = bundles.front().manifest;
   for (size_t b = 1; b < bundles.size(); ++b) {
