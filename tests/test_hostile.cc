@@ -776,6 +776,17 @@ TEST_CASE("hostile: a sparse 1 TiB data file that bundle.json records as smaller
 
 namespace {
 
+void flip_byte_at(const fs::path& path, uint64_t offset) {
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  file.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  file.read(&c, 1);
+  c = static_cast<char>(c ^ 0x5a);
+  file.seekp(static_cast<std::streamoff>(offset));
+  file.write(&c, 1);
+  REQUIRE(file.good());
+}
+
 void make_key_pair(const fs::path& dir) {
   REQUIRE(std::system(("openssl ecparam -genkey -name prime256v1 -noout -out " + quote(dir / "key.pem") +
                        " 2>/dev/null && openssl ec -in " + quote(dir / "key.pem") + " -pubout -out " +
@@ -827,6 +838,32 @@ TEST_CASE("hostile: a hand-written journal never excuses a planted program; it e
   CHECK_FALSE(fs::exists(bundle / "new.pte"));
   CHECK(bundle_is_clean(bundle));
   CHECK(run({"verify", bundle.string(), "--gpu", "none"}).exit_code == 0);
+}
+
+TEST_CASE("hostile: export, and merge of .pte files, refuse a library that does not hash to its content-addressed key") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  fs::copy_file(fixture("cuda/sm80/model.pte"), dir / "model.pte");
+  fs::copy_file(fixture("cuda/sm80/aoti_cuda_blob.ptd"), dir / "aoti_cuda_blob.ptd");
+  auto keys = content_keys_of((dir / "model.pte").string());
+  REQUIRE(keys.size() == 1);
+  flip_byte_at(dir / "model.pte", keys[0].offset + keys[0].size / 2);
+  auto bundle = dir / "bundle";
+  auto exported = run({"export", "-o", bundle.string(), "--part", "enc=" + (dir / "model.pte").string()});
+  CHECK(exported.exit_code == 1);
+  CHECK(mentions(exported.err, (dir / "model.pte").string()));
+  CHECK(mentions(exported.err, keys[0].key));
+  CHECK(mentions(exported.err, "hash to"));
+  CHECK_FALSE(fs::exists(bundle / "bundle.json"));
+  CHECK_FALSE(fs::exists(bundle / "enc.pte"));
+  // Merging .pte files names each library anew by its bytes: refused, not given a matching key.
+  const fs::path sm90 = fixture("cuda/sm90");
+  auto merged = run({"merge", "-o", (dir / "m.pte").string(), "--output-data", (dir / "m.ptd").string(),
+                     (dir / "model.pte").string() + "," + (dir / "aoti_cuda_blob.ptd").string(),
+                     (sm90 / "model.pte").string() + "," + (sm90 / "aoti_cuda_blob.ptd").string()});
+  CHECK(merged.exit_code == 1);
+  CHECK(mentions(merged.err, keys[0].key));
+  CHECK_FALSE(fs::exists(dir / "m.pte"));
 }
 
 TEST_CASE("hostile: readers wait for a writer; sign refuses what an interrupted export left") {
