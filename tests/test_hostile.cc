@@ -787,10 +787,37 @@ void flip_byte_at(const fs::path& path, uint64_t offset) {
   REQUIRE(file.good());
 }
 
+// What an attacker does after changing a file: bundle.json made to match.
+void rewrite_manifest_digests(const fs::path& bundle) {
+  auto manifest = read_manifest(bundle.string());
+  REQUIRE(manifest.ok());
+  for (auto& part : manifest->parts) {
+    for (auto& file : part.files) {
+      auto digest = sha256_file_hex((bundle / file.path).string());
+      REQUIRE(digest.ok());
+      file.sha256 = *digest;
+      file.size = fs::file_size(bundle / file.path);
+    }
+  }
+  REQUIRE(write_manifest(bundle.string(), *manifest).ok());
+}
+
 void make_key_pair(const fs::path& dir) {
   REQUIRE(std::system(("openssl ecparam -genkey -name prime256v1 -noout -out " + quote(dir / "key.pem") +
                        " 2>/dev/null && openssl ec -in " + quote(dir / "key.pem") + " -pubout -out " +
                        quote(dir / "pub.pem") + " 2>/dev/null").c_str()) == 0);
+}
+
+// A bundle of part enc from the fixture `folder` (sm80, sm90), signed with dir/key.pem when `sign`.
+fs::path signed_enc_bundle(const fs::path& dir, const std::string& name, const std::string& folder, bool sign) {
+  auto bundle = dir / name;
+  auto made = run({"export", "-o", bundle.string(), "--part", "enc=" + fixture("cuda/" + folder + "/model.pte").string()});
+  REQUIRE_MESSAGE(made.exit_code == 0, made.err);
+  if (sign) {
+    auto signed_ = run({"sign", bundle.string(), "--key", (dir / "key.pem").string()});
+    REQUIRE_MESSAGE(signed_.exit_code == 0, signed_.err);
+  }
+  return bundle;
 }
 
 }  // namespace
@@ -838,6 +865,66 @@ TEST_CASE("hostile: a hand-written journal never excuses a planted program; it e
   CHECK_FALSE(fs::exists(bundle / "new.pte"));
   CHECK(bundle_is_clean(bundle));
   CHECK(run({"verify", bundle.string(), "--gpu", "none"}).exit_code == 0);
+}
+
+TEST_CASE("hostile: merge refuses tampered input bundles instead of laundering them into a clean one") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  make_key_pair(dir.path());
+  auto merge = [&](const fs::path& a, const fs::path& b, const std::vector<std::string>& extra = {}) {
+    fs::remove_all(dir / "out");
+    std::vector<std::string> args{"merge", "-o", (dir / "out").string(), a.string(), b.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  SUBCASE("a weight byte changed after signing, in both bundles") {
+    auto a = signed_enc_bundle(dir.path(), "a", "sm80", true);
+    auto b = signed_enc_bundle(dir.path(), "b", "sm90", true);
+    for (const auto& bundle : {a, b}) {
+      auto ptd = PtdFile::open((bundle / "enc.ptd").string());
+      REQUIRE(ptd.ok());
+      flip_byte_at(bundle / "enc.ptd", ptd->entries().front().file_offset);
+    }
+    CHECK(run({"verify", a.string(), "--gpu", "none"}).exit_code == 1);
+    auto merged = merge(a, b);
+    CHECK(merged.exit_code == 1);
+    CHECK(mentions(merged.err, (a / "enc.ptd").string()));
+    CHECK(mentions(merged.err, "changed after export"));
+    CHECK_FALSE(fs::exists(dir / "out"));
+    // bundle.json rewritten to match: the signature, even unkeyed, still lists the old bytes.
+    rewrite_manifest_digests(a);
+    rewrite_manifest_digests(b);
+    merged = merge(a, b);
+    CHECK(merged.exit_code == 1);
+    CHECK(mentions(merged.err, "enc.ptd"));
+    CHECK(mentions(merged.err, "changed after signing"));
+    CHECK_FALSE(fs::exists(dir / "out"));
+  }
+  SUBCASE("a library swapped under its content-addressed key, bundle.json rewritten, unsigned") {
+    auto a = signed_enc_bundle(dir.path(), "a", "sm80", false);
+    auto b = signed_enc_bundle(dir.path(), "b", "sm90", false);
+    auto keys = content_keys_of((a / "enc.pte").string());
+    REQUIRE(keys.size() == 1);
+    flip_byte_at(a / "enc.pte", keys[0].offset + keys[0].size / 2);
+    rewrite_manifest_digests(a);
+    auto merged = merge(a, b);
+    CHECK(merged.exit_code == 1);
+    CHECK(mentions(merged.err, (a / "enc.pte").string()));
+    CHECK(mentions(merged.err, keys[0].key));
+    CHECK_FALSE(fs::exists(dir / "out"));
+  }
+  SUBCASE("with --key: unsigned inputs are refused, signed ones merge, and the merge verifies") {
+    auto a = signed_enc_bundle(dir.path(), "a", "sm80", true);
+    auto b = signed_enc_bundle(dir.path(), "b", "sm90", false);
+    auto merged = merge(a, b, {"--key", (dir / "pub.pem").string()});
+    CHECK(merged.exit_code == 1);
+    CHECK(mentions(merged.err, b.string()));
+    CHECK(mentions(merged.err, "not signed"));
+    REQUIRE(run({"sign", b.string(), "--key", (dir / "key.pem").string()}).exit_code == 0);
+    merged = merge(a, b, {"--key", (dir / "pub.pem").string()});
+    CHECK_MESSAGE(merged.exit_code == 0, merged.err);
+    CHECK(run({"verify", (dir / "out").string(), "--gpu", "none"}).exit_code == 0);
+  }
 }
 
 TEST_CASE("hostile: export, and merge of .pte files, refuse a library that does not hash to its content-addressed key") {

@@ -21,6 +21,8 @@ bool ignored_by(const SignedStatement& statement, const std::string& path) {
   return false;
 }
 
+}  // namespace
+
 // Every file against the statement; each problem names its file.
 bool check_signed_files(const std::string& dir, const SignedStatement& statement, const FolderDigests& digests,
                         CheckList& checks) {
@@ -83,8 +85,6 @@ bool check_signed_files(const std::string& dir, const SignedStatement& statement
   }
   return problems == 0;
 }
-
-}  // namespace
 
 void check_signature(const std::string& dir, const std::optional<std::string>& signature_name, const FolderDigests& digests,
                      const IntegrityOptions& options, CheckList& checks, SignatureSummary& summary) {
