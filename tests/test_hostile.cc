@@ -953,6 +953,26 @@ TEST_CASE("hostile: export, and merge of .pte files, refuse a library that does 
   CHECK_FALSE(fs::exists(dir / "m.pte"));
 }
 
+TEST_CASE("hostile: verify --require-signature fails unsigned and unchecked bundles") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  make_key_pair(dir.path());
+  auto bundle = signed_enc_bundle(dir.path(), "bundle", "sm80", false);
+  auto unsigned_ = run({"verify", bundle.string(), "--gpu", "none", "--require-signature"});
+  CHECK(unsigned_.exit_code == 1);
+  CHECK(mentions(unsigned_.out, "--require-signature requires one"));
+  CHECK(run({"verify", bundle.string(), "--gpu", "none"}).exit_code == 0);
+  REQUIRE(run({"sign", bundle.string(), "--key", (dir / "key.pem").string()}).exit_code == 0);
+  auto unchecked = run({"verify", bundle.string(), "--gpu", "none", "--require-signature"});
+  CHECK(unchecked.exit_code == 1);
+  CHECK(mentions(unchecked.out, "no key was given to check it"));
+  auto checked = run({"verify", bundle.string(), "--gpu", "none", "--require-signature", "--key", (dir / "pub.pem").string()});
+  CHECK_MESSAGE(checked.exit_code == 0, checked.out);
+  auto lone = run({"verify", fixture("executorch/add.pte").string(), "--gpu", "none", "--require-signature"});
+  CHECK(lone.exit_code == 1);
+  CHECK(mentions(lone.out, "only bundle folders are signed"));
+}
+
 TEST_CASE("hostile: readers wait for a writer; sign refuses what an interrupted export left") {
   PTB_REQUIRE_FIXTURES();
   TempDir dir;

@@ -133,6 +133,10 @@ struct IntegrityOptions {
   // (checked first), and its files must be exactly the signed ones.
   std::vector<PublicKey> keys;
   unsigned threads = 0;  // hashing threads; 0: one per core
+  // Every PATH must be a bundle whose signature was checked: an unsigned
+  // bundle fails, and so does a signed one when no key was given (its
+  // signature would be unchecked), and any PATH that is not a bundle.
+  bool require_signature = false;
 };
 
 // As above, with signature keys; a bundle's files are hashed once, in
