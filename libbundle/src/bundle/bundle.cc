@@ -6,6 +6,7 @@
 
 #include "ptbundle/bundle/manifest.h"
 #include "ptbundle/bundle/names.h"
+#include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/program/program_with_data.h"
@@ -110,11 +111,13 @@ Result<Bundle> Bundle::open(const std::string& folder) {
   PTB_TRY(BundleDir dir, BundleDir::open(folder));
   PTB_TRY(BundleDir::Kind listed, dir.kind(kManifestFileName));
   if (listed == BundleDir::Kind::Missing) return folder_without_manifest(folder);
-  // Issue 22's shared lock for readers belongs here, held by the Bundle from
-  // before bundle.json is read, so that the manifest and the files it lists
-  // are of one state.
+  // Shared with writers' exclusive lock (transaction.h), taken before
+  // bundle.json is read and held as long as the Bundle: the manifest and the
+  // files it lists are of one state, before a write or after it.
+  PTB_TRY(BundleReadLock lock, acquire_read_lock(dir));
   PTB_TRY(Manifest manifest, read_manifest(dir));
   Bundle bundle;
+  bundle.lock_ = std::make_shared<const BundleReadLock>(std::move(lock));
   bundle.dir_ = std::make_shared<const BundleDir>(std::move(dir));
   bundle.manifest_ = std::make_shared<const Manifest>(std::move(manifest));
   return bundle;

@@ -412,16 +412,30 @@ std::set<std::string> check_leftovers(const BundleDir& dir, const std::vector<Ma
                 std::string("written by an export that was interrupted before it committed, or superseded by one; "
                             "bundle.json does not list it; ") + removal);
   }
+  // Unexplained files are not excused: check_unlisted fails them as any
+  // unlisted file; this says why the journal did not count.
+  for (const auto& path : left.unexplained) {
+    checks.warn(checks::kLeftover, dir.display(kJournalFileName),
+                "names " + path + ", which is no file of a part bundle.json lists; a journal only explains files its own "
+                "export wrote, so " + path + " counts as unlisted");
+  }
   const auto staging = find_stale_staging(dir.path());
   for (const auto& path : staging) {
     checks.warn(checks::kLeftover, path,
                 "the staging folder of an interrupted `ptbundle merge` into this folder; the next merge into it "
                 "removes it, or delete it");
   }
-  if (left.temporary.empty() && left.pending.empty() && staging.empty()) {
+  if (left.temporary.empty() && left.pending.empty() && left.unexplained.empty() && staging.empty()) {
     checks.pass(checks::kLeftover, dir.path(), "no temporary files of an interrupted write");
   }
   return {left.pending.begin(), left.pending.end()};
+}
+
+// A writer waiting for the folder lock this reader holds has made
+// .ptbundle.lock: its file, not the bundle's, so no signature lists it.
+void drop_live_lock_file(const BundleDir& dir, FolderDigests& digests) {
+  if (!digests.find(kLockFileName) || !lock_file_in_use(dir)) return;
+  std::erase_if(digests.files, [](const FileDigest& file) { return file.path == kLockFileName; });
 }
 
 }  // namespace
@@ -431,6 +445,12 @@ void check_bundle(const std::string& path, const IntegrityOptions& options, Chec
   auto dir = BundleDir::open(path);
   if (!dir.ok()) {
     checks.fail(checks::kManifest, path, dir.error().message);
+    return;
+  }
+  // Held to the end: what is checked is the bundle before or after a write.
+  auto lock = acquire_read_lock(*dir);
+  if (!lock.ok()) {
+    checks.fail(checks::kManifest, path, lock.error().message);
     return;
   }
   // One read of every file: the signature, bundle.json's digests and the
@@ -456,6 +476,7 @@ void check_bundle(const std::string& path, const IntegrityOptions& options, Chec
     checks.fail(checks::kFile, path, digests.error().message);
     digests = FolderDigests{};
   }
+  drop_live_lock_file(*dir, *digests);
   check_signature(path, signature_name, *digests, options, checks, signature);
   check_content_keys(path, *digests, checks);
 

@@ -131,6 +131,9 @@ std::vector<VerifySubject> check_integrity(std::string_view argument, CheckList&
   }
   if (!options.keys.empty())
     checks.fail(checks::kSignature, input.program, "only bundle folders are signed (ptbundle sign); --key needs a bundle folder");
+  else if (options.require_signature)
+    checks.fail(checks::kSignature, input.program,
+                "not a bundle folder, and only bundle folders are signed (ptbundle sign); --require-signature needs one");
   if (kind == FileKind::Signature) {
     checks.fail(checks::kInput, input.program,
                 "is a signature; a signature is verified with its bundle folder: give the folder (and --key)");

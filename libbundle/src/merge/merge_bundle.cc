@@ -14,12 +14,14 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <thread>
 #include <tuple>
 
 #include "merge/merge_bundle_internal.h"
 #include "ptbundle/bundle/bundle.h"
 #include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/segment_source.h"
+#include "ptbundle/integrity/integrity.h"
 
 namespace ptb {
 
@@ -135,8 +137,12 @@ Status copy_mapped(const MappedFile& source, const fs::path& to) {
   return out.commit();
 }
 
+// `copy_of`: the input file this one is a byte-for-byte copy of, whose
+// digest check_inputs_unchanged has just confirmed: its SHA-256 is taken
+// rather than hashing the same bytes again (a size that differs means the
+// input changed since, and the copy is hashed after all).
 Result<ManifestFile> file_entry(const fs::path& staging, const std::string& relative, FileRole role,
-                                std::optional<std::string> target = std::nullopt) {
+                                std::optional<std::string> target = std::nullopt, const ManifestFile* copy_of = nullptr) {
   ManifestFile file;
   file.role = role;
   file.path = relative;
@@ -145,6 +151,10 @@ Result<ManifestFile> file_entry(const fs::path& staging, const std::string& rela
   std::error_code ec;
   file.size = fs::file_size(path, ec);
   if (ec) return io_error(path + ": cannot read its size: " + ec.message());
+  if (copy_of && copy_of->size == file.size) {
+    file.sha256 = copy_of->sha256;
+    return file;
+  }
   PTB_TRY(file.sha256, sha256_file_hex(path));
   return file;
 }
@@ -340,7 +350,8 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
     merged.layout = PartMergeLayout::Identical;
     std::string program_path = part_file_path(job.name, FileRole::Program);
     PTB_CHECK(copy_mapped(*copied.program, job.staging / program_path));
-    PTB_TRY(ManifestFile program, file_entry(job.staging, program_path, FileRole::Program));
+    PTB_TRY(ManifestFile program,
+            file_entry(job.staging, program_path, FileRole::Program, std::nullopt, first.find_file(FileRole::Program)));
     files.push_back(program);
     if (data && copied.data) PTB_CHECK(copy_mapped(*copied.data, job.staging / data_path));
     return std::make_pair(merged, files);
@@ -395,6 +406,25 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
   return std::make_pair(merged, files);
 }
 
+// Each input as verify would check it (digests, content keys, signature),
+// so a tampered input is refused rather than laundered into a bundle whose
+// fresh bundle.json makes the change look approved. The bundles are hashed
+// side by side, each on its share of the cores; every byte is read once here.
+Status check_inputs_unchanged(const std::vector<InputBundle>& bundles, const BundleMergeRequest& request) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  IntegrityOptions options;
+  options.keys = request.keys;
+  options.threads = std::max<unsigned>(1, cores / static_cast<unsigned>(bundles.size()));
+  std::vector<Status> results(bundles.size());
+  std::vector<std::thread> pool;
+  for (size_t b = 1; b < bundles.size(); ++b)
+    pool.emplace_back([&, b] { results[b] = check_bundle_unchanged(bundles[b].dir, bundles[b].manifest(), options); });
+  results[0] = check_bundle_unchanged(bundles[0].dir, bundles[0].manifest(), options);
+  for (auto& thread : pool) thread.join();
+  for (const Status& status : results) PTB_CHECK(status);
+  return {};
+}
+
 Result<std::vector<InputBundle>> read_bundles(const BundleMergeRequest& request) {
   std::vector<InputBundle> bundles;
   for (const std::string& dir : request.bundles) {
@@ -408,6 +438,7 @@ Result<std::vector<InputBundle>> read_bundles(const BundleMergeRequest& request)
     }
     bundles.push_back(std::move(input));
   }
+  PTB_CHECK(check_inputs_unchanged(bundles, request));
   const Manifest& first = bundles.front().manifest();
   for (size_t b = 1; b < bundles.size(); ++b) {
     const Manifest& other = bundles[b].manifest();
@@ -467,12 +498,15 @@ Result<BundleMergeResult> merge_bundles(const BundleMergeRequest& request) {
     for (const InputBundle& bundle : bundles) part.source.files.push_back(fs::path(bundle.dir).filename().string());
     part.files = std::move(merged.second);
     if (const ManifestFile* data = first.find_file(FileRole::Data)) {
-      PTB_TRY(ManifestFile entry, file_entry(staging.path(), data->path, FileRole::Data));
+      // Copied whole from the first bundle unless the weights were merged.
+      const bool copied = merged.first.layout != PartMergeLayout::MultiVariant;
+      PTB_TRY(ManifestFile entry,
+              file_entry(staging.path(), data->path, FileRole::Data, std::nullopt, copied ? data : nullptr));
       part.files.push_back(entry);
     }
     if (const ManifestFile* testcase = first.find_file(FileRole::Testcase)) {
       PTB_CHECK(copy_mapped(bundles.front().part(first.name).testcase->file(), staging.path() / testcase->path));
-      PTB_TRY(ManifestFile entry, file_entry(staging.path(), testcase->path, FileRole::Testcase));
+      PTB_TRY(ManifestFile entry, file_entry(staging.path(), testcase->path, FileRole::Testcase, std::nullopt, testcase));
       part.files.push_back(entry);
     }
     part.cuda = merged_cuda_info(bundles, first.name);

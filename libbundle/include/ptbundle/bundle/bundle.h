@@ -40,6 +40,7 @@ struct ManifestFile;
 class PteFile;
 class PtdFile;
 class ProgramWithData;
+class BundleReadLock;
 
 // A path named on the command line: a bundle folder, or one file, mapped
 // (symlinks followed: the user named it), whose bytes told its kind.
@@ -115,6 +116,7 @@ class Bundle {
  private:
   std::shared_ptr<const BundleDir> dir_;
   std::shared_ptr<const Manifest> manifest_;
+  std::shared_ptr<const BundleReadLock> lock_;  // shared by copies: released with the last
 };
 
 }  // namespace ptb
