@@ -20,6 +20,7 @@ struct MergeOptions {
   std::vector<std::string> inputs;
   std::string fallback;
   unsigned threads = 0;
+  std::vector<std::string> keys;  // bundle inputs: public keys their signatures must verify with
 };
 
 // The models: schemas/merge.schema.json.
@@ -174,6 +175,11 @@ int run_bundle_merge(const MergeOptions& options, Output& out) {
     return out.fail(usage_error("merge: --output-data and --fallback are for merging .pte files, not bundle folders"));
   }
   BundleMergeRequest request;
+  for (const std::string& path : options.keys) {
+    auto key = PublicKey::load(path);
+    if (!key.ok()) return out.fail(key.error());
+    request.keys.push_back(std::move(*key));
+  }
   request.bundles = options.inputs;
   request.output_dir = options.output;
   request.threads = options.threads;
@@ -194,6 +200,8 @@ int run_merge(const MergeOptions& options, Output& out) {
     std::error_code ec;
     folders += std::filesystem::is_directory(input, ec) ? 1 : 0;
   }
+  if (folders == 0 && !options.keys.empty())
+    return out.fail(usage_error("merge: --key is for merging signed bundle folders; .pte files carry no signature"));
   if (folders == 0) return run_file_merge(options, out);
   if (folders == options.inputs.size()) return run_bundle_merge(options, out);
   return out.fail(usage_error("merge: " + std::to_string(folders) + " of " + std::to_string(options.inputs.size()) +
@@ -217,6 +225,9 @@ Command add_merge(CLI::App& root) {
       ->required();
   command->add_option("--fallback", options->fallback,
                       "F.pte[,F.ptd]: an export with exactly one PTX-capable variant, added as the runtime fallback");
+  command->add_option("--key", options->keys,
+                      "Bundles: public key (PEM) every input bundle must be signed with (repeatable; any one of them);\n"
+                      "without it, a signed input is still checked against what its signature lists");
   add_json_flag(command, "Print the result as one JSON document (schemas/merge.schema.json)");
   command->add_option("--threads", options->threads, "Threads comparing weights (default: one per core, at most 4)");
   return {command, [options](Output& out) { return run_merge(*options, out); }};

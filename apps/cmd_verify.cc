@@ -16,6 +16,7 @@ struct VerifyArgs {
   std::string gpu = "auto";
   std::vector<std::string> keys;
   std::string keys_dir;
+  bool require_signature = false;
   bool verbose = false;
 };
 
@@ -171,6 +172,7 @@ void render_text(std::ostream& out, const VerifyModel& model) {
 int run_verify(const VerifyArgs& args, Output& out) {
   VerifyOptions options;
   options.gpu = args.gpu;
+  options.require_signature = args.require_signature;
   for (const auto& path : args.keys) {
     auto key = PublicKey::load(path);
     if (!key.ok()) return out.fail(key.error());
@@ -209,6 +211,9 @@ Command add_verify(CLI::App& root) {
                       "Public key (PEM) the bundles must be signed with (repeatable; any one of them); checked first,\n"
                       "then every file against the signature");
   command->add_option("--keys-dir", args->keys_dir, "Folder of public keys (*.pem, *.pub), as --key for each");
+  command->add_flag("--require-signature", args->require_signature,
+                    "Fail any PATH that is not a bundle whose signature was checked: unsigned, or signed but no\n"
+                    "--key/--keys-dir given to check it");
   add_json_flag(command,
                     "One JSON document on stdout listing every check with its outcome, described by\n"
                     "schemas/verify.schema.json");

@@ -10,13 +10,29 @@
 
 namespace ptb::test {
 
+namespace {
+
+// In CI (the CI variable, which .ci/run sets and CI services set) the tests
+// must be able to fail: a check that cannot run there is a broken run, not a skip.
+bool in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci && *ci && std::string(ci) != "0" && std::string(ci) != "false";
+}
+
+}  // namespace
+
+// Absent fixtures are a skip only where nobody asked for them: a folder
+// named by PTB_FIXTURES that is not there, or none at all in CI, fails the
+// test that needed it (every PTB_REQUIRE_FIXTURES test then fails, not passes).
 std::optional<fs::path> fixtures_dir() {
   if (const char* env = std::getenv("PTB_FIXTURES")) {
     if (fs::is_directory(env)) return fs::path(env);
+    FAIL_CHECK("PTB_FIXTURES=" << std::string(env) << " is not a folder; expected the fixtures (../shared/fixtures)");
     return std::nullopt;
   }
   fs::path candidate = fs::path(PTB_SOURCE_DIR) / ".." / "shared" / "fixtures";
   if (fs::is_directory(candidate)) return fs::canonical(candidate);
+  if (in_ci()) FAIL_CHECK("CI is set and " << candidate.string() << " is not a folder; set PTB_FIXTURES to the fixtures");
   return std::nullopt;
 }
 
@@ -107,7 +123,16 @@ CommandResult run_cli(const std::string& args) {
   return result;
 }
 
-bool have_jsonschema() { return std::system("python3 -c 'import jsonschema' >/dev/null 2>&1") == 0; }
+// Without the checker a schema check proves nothing: said on a SKIPPED line,
+// and in CI a failure (scripts/install-deps installs python3-jsonschema).
+bool have_jsonschema() {
+  static const bool found = std::system("python3 -c 'import jsonschema' >/dev/null 2>&1") == 0;
+  if (found) return true;
+  const std::string why = "python3 cannot import jsonschema; install python3-jsonschema (scripts/install-deps)";
+  if (in_ci()) FAIL_CHECK("CI is set and the JSON Schema check cannot run: " << why);
+  else skip("its JSON Schema check: " + why);
+  return false;
+}
 
 std::string schema_problem(const std::string& schema, const std::string& document) {
   TempDir scratch;

@@ -65,7 +65,9 @@ TEST_CASE("run: a build with no runtime says what is missing and the CMake flags
                     ", LibTorch: " + std::string(kLibTorchRunnerBuilt ? "yes" : "no") + ")");
     return;
   }
-  auto result = ptb::test::run_cli("run some-bundle --iterations 5");
+  PTB_REQUIRE_FIXTURES();
+  // A good input: run opens and checks it before it says what the build lacks.
+  auto result = ptb::test::run_cli("run " + ptb::test::quote(ptb::test::fixture("aoti/mlp_et.pt2")) + " --iterations 5");
   CHECK(result.exit_code == 2);
   CHECK(result.out.empty());
   CHECK_CONTAINS(result.err, "ptbundle: error: ptbundle run needs the CUDA toolkit (for its built-in AOTInductor "
@@ -148,7 +150,7 @@ TEST_CASE("run: a weight missing from the data file, or short, fails naming the 
     REQUIRE(at.size() == 1);
     bytes[at[0] + 27] = 'B';  // "layer.Bias": the key the payload names is gone
     write_bytes(dir / "encoder.ptd", bytes);
-    auto part = open_run_part(dir.path().string(), on_gpu(9, 0));
+    auto part = open_run_part((dir / "encoder.pte").string(), on_gpu(9, 0));
     REQUIRE_FALSE(part.ok());
     CHECK_CONTAINS(part.error().message, (dir / "encoder.ptd").string());
     CHECK_CONTAINS(part.error().message, "no entry 'cuda_fqn_weight:cuda:layer.bias'");
@@ -163,7 +165,7 @@ TEST_CASE("run: a weight missing from the data file, or short, fails naming the 
     bytes[at[0]] = 128;
     bytes[at[0] + 1] = 0;
     write_bytes(dir / "encoder.ptd", bytes);
-    auto part = open_run_part(dir.path().string(), on_gpu(9, 0));
+    auto part = open_run_part((dir / "encoder.pte").string(), on_gpu(9, 0));
     REQUIRE_FALSE(part.ok());
     CHECK(part.error().message == (dir / "encoder.ptd").string() +
                                       ": entry 'cuda_fqn_weight:cuda:layer.bias' holds 128 bytes; weight "
@@ -180,15 +182,28 @@ TEST_CASE("run: a weight missing from the data file, or short, fails naming the 
 TEST_CASE("run: bundle folders choose the part by --part, or the only one") {
   PTB_REQUIRE_FIXTURES();
   TempDir dir;
+  using ptb::test::quote;
+  using ptb::test::run_cli;
+  // A folder of programs is not a bundle: bundle.json says which files are parts.
   fs::copy_file(ptb::test::fixture("cuda/sm90/model.pte"), dir / "encoder.pte");
   fs::copy_file(ptb::test::fixture("cuda/sm90/aoti_cuda_blob.ptd"), dir / "encoder.ptd");
+  auto folder = open_run_part(dir.path().string(), on_gpu(9, 0));
+  REQUIRE_FALSE(folder.ok());
+  CHECK(folder.error().kind == ErrorKind::Invalid);
+  CHECK_CONTAINS(folder.error().message, dir.path().string() + ": folder without bundle.json");
+  CHECK_CONTAINS(folder.error().message, "ptbundle export -o BUNDLE --part NAME=PROGRAM.pte");
+  fs::remove(dir / "encoder.pte");
+  fs::remove(dir / "encoder.ptd");
+
+  REQUIRE(run_cli("export -o " + quote(dir.path()) + " --part encoder=" +
+                  quote(ptb::test::fixture("cuda/sm90/model.pte"))).exit_code == 0);
   auto only = open_run_part(dir.path().string(), on_gpu(9, 0));
   REQUIRE_MESSAGE(only.ok(), only.error().message);
   CHECK(only->name == "encoder");
   CHECK(only->weights.file == (dir / "encoder.ptd").string());
 
-  fs::copy_file(ptb::test::fixture("cuda/sm80/model.pte"), dir / "head.pte");
-  fs::copy_file(ptb::test::fixture("cuda/sm80/aoti_cuda_blob.ptd"), dir / "head.ptd");
+  REQUIRE(run_cli("export -o " + quote(dir.path()) + " --part head=" +
+                  quote(ptb::test::fixture("cuda/sm80/model.pte"))).exit_code == 0);
   auto ambiguous = open_run_part(dir.path().string(), on_gpu(9, 0));
   REQUIRE_FALSE(ambiguous.ok());
   CHECK(ambiguous.error().kind == ErrorKind::Usage);
@@ -238,9 +253,11 @@ TEST_CASE("run: AOTInductor packages with ExecuTorch's options give their librar
   CHECK_CONTAINS(defaults.error().message, "keeps its kernels in 2 separate files");
   CHECK_CONTAINS(defaults.error().message, "aot_inductor.package_constants_in_so=False");
 
+  // The bytes decide, as for verify and inspect: a .npy is none of the formats.
   auto other = open_run_part(ptb::test::fixture("aoti/mlp_et.in0.npy").string(), {});
   REQUIRE_FALSE(other.ok());
-  CHECK(other.error().kind == ErrorKind::Usage);
+  CHECK(other.error().kind == ErrorKind::Invalid);
+  CHECK_CONTAINS(other.error().message, "not a .pte, .ptd, .bpte or .pt2 file");
 }
 
 TEST_CASE("run: .npy inputs are checked against the method's signature") {

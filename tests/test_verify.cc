@@ -705,7 +705,7 @@ TEST_CASE("verify: lone programs, data files given after a comma, BundledProgram
   CHECK(failed[0].check == checks::kProgram);
   CHECK(contains(failed[0].message, "short.pte"));
   CHECK(failed[1].check == checks::kInput);
-  CHECK(failed[1].message == "no such file or folder");
+  CHECK(failed[1].message == (dir / "missing.pte").string() + ": cannot open: No such file or directory");
   CHECK(contains(failed[2].message, "a data file is verified with its program"));
   CHECK(contains(failed[3].message, "folder without bundle.json"));
 }

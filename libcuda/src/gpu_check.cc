@@ -51,6 +51,7 @@ Result<VerifyReport> verify_paths(const std::vector<std::string>& arguments, con
     report.checks.begin_path(argument);
     IntegrityOptions integrity;
     integrity.keys = options.keys;
+    integrity.require_signature = options.require_signature;
     SignatureSummary signature;
     std::vector<VerifySubject> subjects = check_integrity(argument, report.checks, integrity, &signature);
     signature.path = argument;

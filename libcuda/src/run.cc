@@ -78,16 +78,19 @@ std::vector<OutputComparison> compare_outputs(const std::vector<HostTensor>& out
 }
 
 Result<RunReport> run_part(const RunRequest& request) {
-  if (!kRunnerBuilt) return usage_error(runner_unavailable_reason());
   if (request.warmup < 0 || request.iterations < 0) return usage_error("--warmup and --iterations must be 0 or more");
 
-  PTB_TRY(CudaDeviceInfo device, cuda_device(request.device));
+  // The input first: a bad bundle gets the same answer on every machine and
+  // in every build, whether or not it has a GPU or a runtime to run it.
   RunPartOptions options;
   options.part = request.part;
   options.method = request.method;
+  PTB_TRY(RunInput opened, open_run_input(request.path, options));
+  if (!kRunnerBuilt) return usage_error(runner_unavailable_reason());
+  PTB_TRY(CudaDeviceInfo device, cuda_device(request.device));
   options.gpu = device.capability;
   options.driver_version = device.driver_version;
-  PTB_TRY(RunPart part, open_run_part(request.path, options));
+  PTB_TRY(RunPart part, choose_run_part(opened, options));
   const InputArguments arguments{request.inputs, request.random, request.seed};
   PTB_TRY(auto early, bind_before_loading(arguments, part));
 

@@ -4,18 +4,14 @@
 // died at the first call with an illegal memory access.
 #include "ptbundle/cuda/run_part.h"
 
-#include <unistd.h>
-
-#include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
-#include <limits>
 
+#include "ptbundle/bundle/bundle.h"
+#include "ptbundle/bundle/manifest.h"
+#include "ptbundle/formats/bpte.h"
 #include "ptbundle/kernels/compat.h"
 #include "ptbundle/kernels/kernel_images.h"
-#include "ptbundle/bundle/manifest.h"
-#include "ptbundle/bundle/names.h"
 #include "ptbundle/formats/pt2.h"
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/integrity/integrity.h"
@@ -95,8 +91,12 @@ Status check_kernels(RunPart& part, const RunPartOptions& options) {
   return {};
 }
 
-Result<RunPart> open_program_part(std::shared_ptr<const ProgramWithData> source, const std::string& name,
-                                  const RunPartOptions& options, std::chrono::steady_clock::time_point start) {
+// Everything about one program that needs no GPU: the method, its one
+// CUDA delegate, each library the payload names and every weight, present
+// with the size it needs. The library is chosen here unless the payload
+// holds several variants; the kernels are judged by choose_run_part.
+Result<RunCandidate> prepare_program(std::shared_ptr<const ProgramWithData> source, const std::string& name,
+                                     const RunPartOptions& options, std::chrono::steady_clock::time_point start) {
   const std::string& program_name = source->name();
   const std::vector<MethodInfo>& methods = source->methods();
   if (methods.empty()) return invalid(program_name + ": the program has no method");
@@ -132,52 +132,61 @@ Result<RunPart> open_program_part(std::shared_ptr<const ProgramWithData> source,
   PTB_TRY(const CudaPayload* decoded, delegate.decoded());
   const CudaPayload& payload = *decoded;
 
-  RunPart part;
+  RunCandidate candidate;
+  RunPart& part = candidate.part;
   part.name = name;
   part.source = program_name;
   part.method = method.name;
   part.inputs = method.inputs;
   part.outputs = method.outputs;
 
-  std::string so_key = payload.so_key;
   if (payload.form == CudaPayloadForm::MultiVariant) {
-    std::vector<VariantTarget> targets = variant_targets(payload.variants);
-    if (!options.gpu) {
-      if (payload.variants.size() != 1) {
-        return invalid(delegate.where + ": " + std::to_string(payload.variants.size()) +
-                       " library variants, and no GPU to choose one for");
-      }
-      so_key = payload.variants[0].so_key;
-      part.variant = "the only variant, unchecked (no GPU given)";
-    } else {
-      VariantChoice choice = choose_variant(targets, *options.gpu);
-      if (!choice.runs) return invalid("part " + name + " (" + part.source + "): " + choice.message);
-      so_key = payload.variants[*choice.index].so_key;
-      part.variant = choice.message;
+    // Every variant's library is looked up now: a missing one is a bad
+    // input on any GPU, not only on the GPU that would have picked it.
+    candidate.variants = &payload;
+    candidate.variants_where = delegate.where;
+    for (const CudaVariant& variant : payload.variants) {
+      PTB_TRY(Bytes library, named_bytes(*source, name, variant.so_key, "library"));
+      candidate.libraries.push_back(library);
     }
   } else {
     part.variant = std::string("one library (") + cuda_payload_form_name(payload.form) + " payload)";
+    PTB_TRY(part.library, named_bytes(*source, name, payload.so_key, "library"));
+    part.library_key = payload.so_key;
   }
-  PTB_TRY(part.library, named_bytes(*source, name, so_key, "library"));
-  part.library_key = so_key;
-  part.input_bounds = read_aoti_input_bounds(part.library);
   PTB_CHECK(resolve_weights(*source, name, payload, part));
-  PTB_CHECK(check_kernels(part, options));
   part.keep_alive = std::move(source);
   part.read_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return candidate;
+}
+
+// What is left once the GPU is known: the library variant for it, then the
+// kernel verdict.
+Result<RunPart> finish_for_gpu(const RunCandidate& candidate, const RunPartOptions& options) {
+  RunPart part = candidate.part;
+  if (const CudaPayload* payload = candidate.variants) {
+    size_t index = 0;
+    if (!options.gpu) {
+      if (payload->variants.size() != 1) {
+        return invalid(candidate.variants_where + ": " + std::to_string(payload->variants.size()) +
+                       " library variants, and no GPU to choose one for");
+      }
+      part.variant = "the only variant, unchecked (no GPU given)";
+    } else {
+      VariantChoice choice = choose_variant(variant_targets(payload->variants), *options.gpu);
+      if (!choice.runs) return invalid("part " + part.name + " (" + part.source + "): " + choice.message);
+      index = *choice.index;
+      part.variant = choice.message;
+    }
+    part.library = candidate.libraries[index];
+    part.library_key = payload->variants[index].so_key;
+  }
+  part.input_bounds = read_aoti_input_bounds(part.library);
+  PTB_CHECK(check_kernels(part, options));
   return part;
 }
 
-Result<RunPart> open_pte_part(const fs::path& pte_path, std::optional<fs::path> ptd_path, const std::string& name,
-                              const RunPartOptions& options) {
-  auto start = std::chrono::steady_clock::now();
-  std::optional<std::string> data;
-  if (ptd_path) data = ptd_path->string();
-  PTB_TRY(ProgramWithData program, ProgramWithData::open(pte_path.string(), data));
-  return open_program_part(std::make_shared<const ProgramWithData>(std::move(program)), name, options, start);
-}
-
-Result<RunPart> open_pt2_part(const std::string& path, const RunPartOptions& options) {
+Result<RunCandidate> prepare_pt2(const std::string& path, const RunPartOptions& options) {
   auto start = std::chrono::steady_clock::now();
   PTB_TRY(Pt2Package package, Pt2Package::open(path));
   if (package.models().empty()) return invalid(path + ": no model under data/aotinductor/");
@@ -214,13 +223,13 @@ Result<RunPart> open_pt2_part(const std::string& path, const RunPartOptions& opt
   storage->push_back(std::move(library));
   storage->push_back(std::move(blob));
 
-  RunPart part;
+  RunCandidate candidate;
+  RunPart& part = candidate.part;
   part.name = fs::path(path).stem().string();
   part.source = path;
   part.method = "forward";
   part.library = Bytes((*storage)[0].data(), (*storage)[0].size());
   part.library_key = model->wrapper_library;
-  part.input_bounds = read_aoti_input_bounds(part.library);
   part.variant = "the package's only library";
   if (const std::string* sm = model->metadata_value("AOTI_COMPUTE_CAPABILITY")) {
     part.variant += " (compiled on sm_" + *sm + ")";
@@ -231,117 +240,125 @@ Result<RunPart> open_pt2_part(const std::string& path, const RunPartOptions& opt
     part.weights.blob_key = *model->weights_blob;
     part.weights.blob = Bytes((*storage)[1].data(), (*storage)[1].size());
   }
-  PTB_CHECK(check_kernels(part, options));
   part.keep_alive = storage;
   part.read_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return part;
+  return candidate;
 }
 
-// Parts of a merged bundle listed with one program per GPU target: the one for this GPU.
-Result<RunPart> open_target_program(const fs::path& folder, const ManifestPart& part, const RunPartOptions& options) {
-  std::vector<const ManifestFile*> programs;
-  std::vector<std::string> targets;
-  for (const ManifestFile& file : part.files) {
-    if (file.role != FileRole::Program || !file.target) continue;
-    programs.push_back(&file);
-    targets.push_back(*file.target);
+// A bundle's part, opened as every command opens it (bundle.h): --part or
+// the only part; every program of a part kept per GPU target is prepared,
+// so that a bad one is refused whichever GPU would have picked it.
+Result<RunInput> open_bundle_input(const std::string& folder, const RunPartOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  PTB_TRY(Bundle bundle, Bundle::open(folder));
+  PTB_TRY(auto entry, bundle.find_part(options.part));
+  PTB_TRY(BundlePart part, bundle.open_part(entry));
+  RunInput input;
+  input.source = bundle.path();
+  input.name = entry->name;
+  for (const BundleProgram& program : part.programs) {
+    PTB_TRY(RunCandidate candidate, prepare_program(program.program, entry->name, options, start));
+    candidate.target = program.target;
+    candidate.path = program.path;
+    input.candidates.push_back(std::move(candidate));
   }
-  std::string listed;
-  for (const auto& target : targets) listed += (listed.empty() ? "" : ", ") + target;
-  if (!options.gpu) {
-    return invalid(folder.string() + ": part '" + part.name + "' has one program per GPU target (" + listed +
-                   ") and no GPU was found to pick one for");
-  }
-  TargetProgramChoice choice = choose_target_program(targets, *options.gpu);
-  if (!choice.index) return invalid(folder.string() + ": part '" + part.name + "' cannot run: " + choice.message);
-  const ManifestFile& program = *programs[*choice.index];
-  std::optional<fs::path> ptd;
-  if (const ManifestFile* data = part.find_file(FileRole::Data)) ptd = folder / data->path;
-  PTB_TRY(RunPart opened, open_pte_part(folder / program.path, ptd, part.name, options));
-  opened.variant = "picked " + choice.message + " (" + program.path + "); " + opened.variant;
-  return opened;
+  return input;
 }
 
-Result<RunPart> open_bundle_part(const fs::path& folder, const RunPartOptions& options) {
-  std::error_code ec;
-  std::optional<Manifest> manifest;
-  if (fs::exists(folder / kManifestFileName, ec)) {
-    PTB_TRY(manifest, read_manifest(folder.string()));
+// A program given on its own (a .pte, or the program inside a .bpte),
+// parsed from the mapping that told its kind, with its data file given
+// after the comma or found beside it (program_with_data.h).
+Result<RunInput> open_lone_program(const ProgramArgument& argument, InputPath opened, const RunPartOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  std::shared_ptr<const PteFile> pte;
+  if (opened.kind == FileKind::Bpte) {
+    PTB_TRY(BpteFile bpte, BpteFile::parse(std::move(*opened.file)));
+    auto owner = std::make_shared<const BpteFile>(std::move(bpte));
+    // The program lives inside the .bpte; shares its owner so it outlives it.
+    pte = std::shared_ptr<const PteFile>(owner, &owner->program());
+  } else {
+    auto owner = std::make_shared<const MappedFile>(std::move(*opened.file));
+    Bytes bytes = owner->bytes();
+    PTB_TRY(PteFile parsed, PteFile::parse(std::move(owner), bytes, argument.program));
+    pte = std::make_shared<const PteFile>(std::move(parsed));
   }
-  std::string name = options.part;
-  if (name.empty()) {
-    std::vector<std::string> parts;
-    if (manifest) {
-      for (const ManifestPart& part : manifest->parts) parts.push_back(part.name);
-    } else {
-      for (const auto& entry : fs::directory_iterator(folder, ec)) {
-        if (entry.path().extension() == ".pte" && entry.is_regular_file()) parts.push_back(entry.path().stem().string());
-      }
-      if (ec) return io_error(folder.string() + ": cannot list the folder: " + ec.message());
-    }
-    std::sort(parts.begin(), parts.end());
-    if (parts.empty()) return invalid(folder.string() + ": no part (<name>.pte) in this folder");
-    if (parts.size() > 1) {
-      std::string names;
-      for (const auto& p : parts) names += (names.empty() ? "" : ", ") + p;
-      return usage_error(folder.string() + ": the bundle has parts " + names + "; choose one with --part");
-    }
-    name = parts[0];
+  auto program = std::make_shared<ProgramWithData>(std::move(pte), nullptr, argument.program);
+  std::optional<std::string> data = argument.data;
+  if (!data) data = find_data_file_beside(argument.program, program->methods());
+  if (data) {
+    PTB_TRY(PtdFile ptd, PtdFile::open(*data));
+    program->set_data(std::make_shared<const PtdFile>(std::move(ptd)));
   }
-  PTB_CHECK(check_part_name(name, "--part"));
-  if (manifest) {
-    const ManifestPart* part = manifest->find_part(name);
-    if (part) {
-      // The files bundle.json lists (a replaced part's may carry a generation,
-      // "<name>@1.pte"), each a regular file reached with no symlink followed.
-      PTB_TRY(BundleDir dir, BundleDir::open(folder.string()));
-      for (const ManifestFile& file : part->files) {
-        PTB_TRY(int fd, dir.open_fd(file.path));
-        ::close(fd);
-      }
-    }
-    if (part && std::any_of(part->files.begin(), part->files.end(),
-                            [](const ManifestFile& file) { return file.role == FileRole::Program && file.target; })) {
-      return open_target_program(folder, *part, options);
-    }
-    if (part) {
-      const ManifestFile* data = part->find_file(FileRole::Data);
-      return open_pte_part(folder / part->find_file(FileRole::Program)->path,
-                           data ? std::optional<fs::path>(folder / data->path) : std::nullopt, name, options);
-    }
-  }
-  fs::path pte = folder / (name + ".pte");
-  if (!fs::is_regular_file(pte, ec)) return invalid(folder.string() + ": no part '" + name + "' (" + pte.string() + " is missing)");
-  std::optional<fs::path> ptd = folder / (name + ".ptd");
-  if (!fs::is_regular_file(*ptd, ec)) ptd.reset();
-  return open_pte_part(pte, ptd, name, options);
+  RunInput input;
+  input.source = argument.program;
+  input.name = options.part.empty() ? fs::path(argument.program).stem().string() : options.part;
+  PTB_TRY(RunCandidate candidate, prepare_program(std::move(program), input.name, options, start));
+  input.candidates.push_back(std::move(candidate));
+  return input;
 }
 
 }  // namespace
 
+Result<RunInput> open_run_input(const std::string& path, const RunPartOptions& options) {
+  PTB_TRY(ProgramArgument argument, parse_program_argument(path));
+  // What the path is, as every command decides it: a folder is a bundle
+  // (one without bundle.json is refused), a file is what its bytes say.
+  PTB_TRY(InputPath opened, open_input_path(argument.program));
+  const bool program = opened.kind == FileKind::Pte || opened.kind == FileKind::Bpte;
+  if (argument.data && !program) {
+    return usage_error(path + ": only a .pte or .bpte takes a data file (a .pt2 holds its weights, a bundle lists its "
+                              "own); expected PROGRAM.pte,DATA.ptd");
+  }
+  switch (opened.kind) {
+    case FileKind::Bundle: return open_bundle_input(argument.program, options);
+    case FileKind::Pte:
+    case FileKind::Bpte: return open_lone_program(argument, std::move(opened), options);
+    case FileKind::Pt2: {
+      PTB_TRY(RunCandidate candidate, prepare_pt2(argument.program, options));
+      RunInput input;
+      input.source = argument.program;
+      input.name = candidate.part.name;
+      input.candidates.push_back(std::move(candidate));
+      return input;
+    }
+    case FileKind::Ptd:
+      return invalid(argument.program + ": is a data file (.ptd); it runs with its program: give PROGRAM.pte," +
+                     argument.program);
+    case FileKind::Signature: break;
+  }
+  return invalid(argument.program + ": is a signature; expected a bundle folder, a .pte, a .bpte or a .pt2 package");
+}
+
+Result<RunPart> choose_run_part(const RunInput& input, const RunPartOptions& options) {
+  if (input.candidates.size() == 1 && !input.candidates.front().target) {
+    return finish_for_gpu(input.candidates.front(), options);
+  }
+  // A part merged from the single-blob layout: one program per GPU target.
+  std::vector<std::string> targets;
+  for (const RunCandidate& candidate : input.candidates) targets.push_back(candidate.target.value_or(""));
+  std::string listed;
+  for (const auto& target : targets) listed += (listed.empty() ? "" : ", ") + target;
+  if (!options.gpu) {
+    return invalid(input.source + ": part '" + input.name + "' has one program per GPU target (" + listed +
+                   ") and no GPU was found to pick one for");
+  }
+  TargetProgramChoice choice = choose_target_program(targets, *options.gpu);
+  if (!choice.index) return invalid(input.source + ": part '" + input.name + "' cannot run: " + choice.message);
+  const RunCandidate& chosen = input.candidates[*choice.index];
+  PTB_TRY(RunPart part, finish_for_gpu(chosen, options));
+  part.variant = "picked " + choice.message + " (" + chosen.path + "); " + part.variant;
+  return part;
+}
 
 Result<RunPart> open_run_part(std::shared_ptr<const ProgramWithData> program, const std::string& name,
                               const RunPartOptions& options) {
-  return open_program_part(std::move(program), name, options, std::chrono::steady_clock::now());
+  PTB_TRY(RunCandidate candidate, prepare_program(std::move(program), name, options, std::chrono::steady_clock::now()));
+  return finish_for_gpu(candidate, options);
 }
 
 Result<RunPart> open_run_part(const std::string& path, const RunPartOptions& options) {
-  PTB_TRY(ProgramArgument argument, parse_program_argument(path));
-  std::error_code ec;
-  fs::path input(argument.program);
-  if (argument.data && input.extension() != ".pte") {
-    return usage_error(path + ": only a .pte takes a data file (a .pt2 holds its weights); expected PROGRAM.pte,DATA.ptd");
-  }
-  if (fs::is_directory(input, ec)) return open_bundle_part(input, options);
-  if (!fs::exists(input, ec)) return io_error(argument.program + ": no such file or folder");
-  if (input.extension() == ".pt2") return open_pt2_part(argument.program, options);
-  if (input.extension() == ".pte") {
-    std::string name = options.part.empty() ? input.stem().string() : options.part;
-    std::optional<fs::path> data;
-    if (argument.data) data = *argument.data;
-    return open_pte_part(input, data, name, options);
-  }
-  return usage_error(path + ": not a bundle folder, a .pte or a .pt2 package");
+  PTB_TRY(RunInput input, open_run_input(path, options));
+  return choose_run_part(input, options);
 }
 
 }  // namespace ptb

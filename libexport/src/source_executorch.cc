@@ -7,6 +7,7 @@
 #include "prepared_part.h"
 #include "ptbundle/formats/cuda_payload.h"
 #include "ptbundle/program/program_with_data.h"
+#include "ptbundle/signing/folder_digests.h"
 
 namespace ptb::detail {
 namespace {
@@ -115,6 +116,10 @@ Result<PreparedPart> prepare_executorch_part(const PartRequest& request) {
   const std::vector<MethodInfo>& methods = program.methods();
   const PtdFile* ptd = program.ptd();
 
+  // verify holds every "<sha256>_so_blob"/"<sha256>_weights_blob" key to
+  // the SHA-256 of its bytes: a replaced blob is refused here, so export
+  // never writes a bundle that verify fails.
+  PTB_CHECK(check_program_content_keys(program));
   PTB_TRY(auto needs, keys_needed(program));
   bool data_needed = false;
   std::vector<Bytes> libraries;

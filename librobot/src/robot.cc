@@ -72,13 +72,15 @@ Result<Model> Model::open(const std::string& bundle, const Options& options) {
   }
   const auto runtime = parse_aoti_runtime(options.runtime);
   if (!runtime) return usage_error("runtime '" + options.runtime + "'; expected auto, builtin or libtorch");
-  PTB_TRY(CudaDeviceInfo device, cuda_device(options.device));
+  // The input before the GPU, as run does: one answer for a bad bundle on every machine.
   RunPartOptions part_options;
   part_options.part = options.part;
   part_options.method = options.method;
+  PTB_TRY(RunInput input, open_run_input(bundle, part_options));
+  PTB_TRY(CudaDeviceInfo device, cuda_device(options.device));
   part_options.gpu = device.capability;
   part_options.driver_version = device.driver_version;
-  PTB_TRY(state->part, open_run_part(bundle, part_options));
+  PTB_TRY(state->part, choose_run_part(input, part_options));
 
   LoadOptions load;
   load.device = options.device;

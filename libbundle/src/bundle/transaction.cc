@@ -68,6 +68,55 @@ std::vector<std::string> journal_paths(const BundleDir& dir) {
 
 std::string errno_text() { return std::strerror(errno); }
 
+// A descriptor of its own for the folder (flock belongs to the open file
+// description, so the BundleDir's descriptor stays free of it), locked with
+// `operation` (LOCK_SH or LOCK_EX), polling until `deadline`. -1 where the
+// file system has no flock on folders (NFS emulates flock with fcntl locks,
+// which a read-only descriptor cannot take exclusively): writers are still
+// serialised by .ptbundle.lock, and readers read unlocked as before.
+Result<int> lock_folder(const BundleDir& dir, int operation, std::chrono::steady_clock::time_point deadline,
+                        std::chrono::seconds wait) {
+  int fd = ::openat(dir.fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return io_error(dir.path() + ": cannot open the folder to lock it: " + errno_text());
+  while (::flock(fd, operation | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK) {
+      ::close(fd);
+      return -1;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::close(fd);
+      return io_error(dir.path() + ": " +
+                      (operation == LOCK_EX ? std::string("ptbundle commands are reading this bundle (verify, inspect, sign, run "
+                                                          "or merge hold its folder lock)")
+                                            : std::string("another ptbundle process is changing this bundle")) +
+                      "; waited " + std::to_string(wait.count()) + " s (PTB_LOCK_WAIT); try again when it has finished");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return fd;
+}
+
+// The part a path names as part_file_path or part_target_program_path would
+// ("testcases/enc@2.ptd" -> "enc"), if it is one of the manifest's parts and
+// the path has that part's form for its role.
+bool is_file_of_listed_part(const std::string& path, const Manifest& manifest) {
+  std::string_view rest = path;
+  std::optional<std::string> target;
+  FileRole role = path.ends_with(".pte") ? FileRole::Program : FileRole::Data;
+  if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
+    std::string folder(rest.substr(0, slash));
+    if (folder == kTestcaseFolder && role == FileRole::Data) role = FileRole::Testcase;
+    else if (is_gpu_target_name(folder) && role == FileRole::Program) target = folder;
+    else return false;
+    rest.remove_prefix(slash + 1);
+  }
+  std::string_view name = rest.substr(0, rest.rfind('.'));
+  if (size_t at = name.find('@'); at != std::string_view::npos) name = name.substr(0, at);
+  const ManifestPart* part = manifest.find_part(std::string(name));
+  return part && is_part_file_path(path, part->name, role, target);
+}
+
 }  // namespace
 
 std::chrono::seconds bundle_lock_wait() {
@@ -80,9 +129,14 @@ std::chrono::seconds bundle_lock_wait() {
 }
 
 bool is_temporary_name(const std::string& name) {
-  // ".<name>.XXXXXX.tmp"
+  // ".<name>.XXXXXX.tmp", the six of mkstemp's letters and digits.
   if (name.size() < 13 || name.front() != '.' || !name.ends_with(".tmp")) return false;
-  return name[name.size() - 11] == '.';
+  if (name[name.size() - 11] != '.') return false;
+  for (size_t i = name.size() - 10; i < name.size() - 4; ++i) {
+    const char c = name[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return false;
+  }
+  return true;
 }
 
 BundleLeftovers find_leftovers(const BundleDir& dir, const Manifest* manifest) {
@@ -110,10 +164,37 @@ BundleLeftovers find_leftovers(const BundleDir& dir, const Manifest* manifest) {
     for (const auto& path : journal_paths(dir)) {
       if (listed.count(path)) continue;
       if (dir.kind(path).value_or(BundleDir::Kind::Missing) == BundleDir::Kind::Missing) continue;
-      out.pending.push_back(path);
+      if (manifest && is_file_of_listed_part(path, *manifest)) out.pending.push_back(path);
+      else out.unexplained.push_back(path);
     }
   }
   return out;
+}
+
+BundleReadLock& BundleReadLock::operator=(BundleReadLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+BundleReadLock::~BundleReadLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<BundleReadLock> acquire_read_lock(const BundleDir& dir, std::chrono::seconds wait) {
+  PTB_TRY(int fd, lock_folder(dir, LOCK_SH, std::chrono::steady_clock::now() + wait, wait));
+  return BundleReadLock(fd);
+}
+
+bool lock_file_in_use(const BundleDir& dir) {
+  int fd = ::openat(dir.fd(), kLockFileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  bool in_use = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return in_use;
 }
 
 Result<BundleTransaction> BundleTransaction::begin(const std::string& bundle_dir, bool create, std::chrono::seconds wait) {
@@ -163,6 +244,10 @@ Result<BundleTransaction> BundleTransaction::begin(const std::string& bundle_dir
     ::close(fd);
   }
 
+  // Then the folder itself, which readers hold shared: from here to the end
+  // of the transaction no reader sees the bundle.
+  PTB_TRY(t.folder_lock_fd_, lock_folder(t.dir_, LOCK_EX, deadline, wait));
+
   PTB_TRY(auto kind, t.dir_.kind(kManifestFileName));
   if (kind != BundleDir::Kind::Missing) {
     PTB_TRY(t.manifest_, read_manifest(t.dir_));
@@ -171,6 +256,10 @@ Result<BundleTransaction> BundleTransaction::begin(const std::string& bundle_dir
   BundleLeftovers left = find_leftovers(t.dir_, t.manifest_ ? &*t.manifest_ : nullptr);
   for (const auto& path : left.temporary) PTB_CHECK(t.dir_.remove_file(path));
   for (const auto& path : left.pending) PTB_CHECK(t.dir_.remove_file(path));
+  // A new part's files, placed before a commit that never came, are named
+  // only by the journal; they (or a file a forged journal names, which a
+  // hand could remove as well) go too, so the part can be exported again.
+  for (const auto& path : left.unexplained) PTB_CHECK(t.dir_.remove_file(path));
   if (left.journal) PTB_CHECK(t.dir_.remove_file(kJournalFileName));
   return t;
 }
@@ -183,6 +272,8 @@ BundleTransaction& BundleTransaction::operator=(BundleTransaction&& other) noexc
     dir_ = std::move(other.dir_);
     unregister_temp_path(std::exchange(lock_cleanup_slot_, -1));
     lock_fd_ = std::exchange(other.lock_fd_, -1);
+    if (folder_lock_fd_ >= 0) ::close(folder_lock_fd_);
+    folder_lock_fd_ = std::exchange(other.folder_lock_fd_, -1);
     lock_cleanup_slot_ = std::exchange(other.lock_cleanup_slot_, -1);
     created_ = other.created_;
     manifest_ = std::move(other.manifest_);
@@ -192,6 +283,14 @@ BundleTransaction& BundleTransaction::operator=(BundleTransaction&& other) noexc
 
 BundleTransaction::~BundleTransaction() {
   unregister_temp_path(std::exchange(lock_cleanup_slot_, -1));
+  // Readers may start once the lock file is gone too (the order keeps a
+  // reader from seeing it as a killed writer's leftover).
+  struct ReleaseFolder {
+    int fd;
+    ~ReleaseFolder() {
+      if (fd >= 0) ::close(fd);
+    }
+  } release{std::exchange(folder_lock_fd_, -1)};
   if (lock_fd_ < 0) return;
   // The lock file goes with the lock, so a bundle holds no trace of it; a
   // writer waiting on the removed file finds the name gone and starts over.

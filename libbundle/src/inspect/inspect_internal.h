@@ -24,6 +24,6 @@ InspectDataFile inspect_data(const PtdFile& ptd, const InspectOptions& options);
 InspectBundled inspect_bundled(const BpteFile& bpte, const InspectOptions& options);
 Result<InspectPackage> inspect_package(const std::string& path, const InspectOptions& options);
 Result<InspectBundle> inspect_bundle_folder(const std::string& path, const InspectOptions& options);
-Result<InspectSignature> inspect_signature(const std::string& path);
+Result<InspectSignature> inspect_signature(const MappedFile& file);
 
 }  // namespace ptb::detail

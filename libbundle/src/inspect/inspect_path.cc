@@ -1,30 +1,51 @@
-// inspect_path: which reader a path needs, and bundle folders (the manifest
-// and every file of every part, each inspected as a file of its own).
-#include <unistd.h>
-
+// inspect_path: which reader a path needs (file_kind.h decides), and bundle
+// folders (the manifest and every file of every part, each inspected as a
+// file of its own).
 #include <algorithm>
-#include <filesystem>
 #include <optional>
 
 #include "inspect/inspect_internal.h"
 #include "ptbundle/base/sha256.h"
-#include "ptbundle/formats/bpte.h"
+#include "ptbundle/bundle/bundle.h"
 #include "ptbundle/bundle/manifest.h"
+#include "ptbundle/formats/bpte.h"
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/program/program_with_data.h"
-#include "formats/wire.h"
 #include "ptbundle/signing/model_signature.h"
 
 namespace ptb {
 namespace {
 
-namespace fs = std::filesystem;
+InspectedFile file_header(const MappedFile& file, FileKind kind, const std::string& path, const InspectOptions& options) {
+  InspectedFile out;
+  out.path = path;
+  out.kind = file_kind_name(kind);
+  out.size = file.size();
+  if (options.sha256) out.sha256 = sha256_mapped_range(file, 0, file.size());
+  return out;
+}
 
-std::string kind_from_extension(const std::string& path) {
-  std::string extension = fs::path(path).extension().string();
-  if (extension == ".pte" || extension == ".ptd" || extension == ".bpte" || extension == ".pt2") return extension.substr(1);
-  return "";
+// A program on its own: each file of a bundle is shown as itself, its data
+// file shown beside it.
+InspectedFile inspected_program(std::shared_ptr<const PteFile> pte, const std::string& path, const InspectOptions& options) {
+  InspectedFile out = file_header(pte->file(), FileKind::Pte, path, options);
+  out.body = detail::inspect_program(ProgramWithData(std::move(pte), nullptr), options);
+  return out;
+}
+
+InspectedFile inspected_data(const PtdFile& ptd, const std::string& path, const InspectOptions& options) {
+  InspectedFile out = file_header(ptd.file(), FileKind::Ptd, path, options);
+  out.body = detail::inspect_data(ptd, options);
+  return out;
+}
+
+InspectPartFile part_file(const ManifestFile& file, InspectedFile inner) {
+  InspectPartFile f{file_role_name(file.role), file.path, file.target, file.size, file.sha256, false, {}, {}};
+  f.size_matches = inner.size == file.size;
+  if (inner.sha256) f.sha256_matches = *inner.sha256 == file.sha256;
+  f.file = std::move(inner);
+  return f;
 }
 
 }  // namespace
@@ -33,8 +54,8 @@ namespace detail {
 
 // A signature file: who signed (the key's fingerprint) and the statement it
 // signs, shown as read; inspect does not verify it (verify --key does).
-Result<InspectSignature> inspect_signature(const std::string& path) {
-  PTB_TRY(SignatureFile signature, read_signature_file(path));
+Result<InspectSignature> inspect_signature(const MappedFile& file) {
+  PTB_TRY(SignatureFile signature, parse_signature(file.bytes(), file.path()));
   InspectSignature out;
   out.key_fingerprint = signature.key_hint;
   if (!signature.statement_json.is_discarded()) out.statement = std::move(signature.statement_json);
@@ -42,34 +63,38 @@ Result<InspectSignature> inspect_signature(const std::string& path) {
   return out;
 }
 
+// Every file of every part, opened as the other commands open them
+// (Bundle::open_part): a part that run or merge would refuse is refused here
+// with the same words.
 Result<InspectBundle> inspect_bundle_folder(const std::string& path, const InspectOptions& options) {
-  PTB_TRY(auto dir, BundleDir::open(path));
-  PTB_TRY(auto manifest, read_manifest(dir));
+  PTB_TRY(Bundle bundle, Bundle::open(path));
+  const BundleDir& dir = bundle.dir();
   InspectBundle out;
-  for (const auto& part : manifest.parts) {
+  for (const auto& entry : bundle.parts()) {
+    PTB_TRY(BundlePart part, bundle.open_part(entry));
     InspectPart p;
-    p.name = part.name;
-    for (const auto& file : part.files) {
-      // Paths in a manifest that read_manifest accepted are the ones derived
-      // from the part name, so they stay inside the folder; each is a
-      // regular file reached with no symlink followed before it is read.
-      PTB_TRY(int fd, dir.open_fd(file.path));
-      ::close(fd);
-      PTB_TRY(auto inner, inspect_path(dir.display(file.path), options));
-      InspectPartFile f{file_role_name(file.role), file.path, file.target, file.size, file.sha256, false, {}, {}};
-      f.size_matches = inner.size == file.size;
-      if (options.sha256 && inner.sha256) f.sha256_matches = *inner.sha256 == file.sha256;
-      f.file = std::move(inner);
-      p.files.push_back(std::move(f));
+    p.name = entry->name;
+    size_t program = 0;
+    for (const ManifestFile& file : entry->files) {
+      const std::string shown = dir.display(file.path);
+      if (file.role == FileRole::Program) {
+        p.files.push_back(part_file(file, inspected_program(part.programs[program++].program->pte_ptr(), shown, options)));
+      } else if (file.role == FileRole::Data) {
+        p.files.push_back(part_file(file, inspected_data(*part.data, shown, options)));
+      } else {
+        p.files.push_back(part_file(file, inspected_data(*part.testcase, shown, options)));
+      }
     }
     out.parts.push_back(std::move(p));
   }
-  out.manifest = std::move(manifest);
+  out.manifest = bundle.manifest();
   const std::vector<std::string> signatures = find_signature_files(path);
   if (!signatures.empty()) {
     const bool has_default = std::find(signatures.begin(), signatures.end(), kDefaultSignatureName) != signatures.end();
     const std::string name = has_default ? std::string(kDefaultSignatureName) : signatures.front();
-    PTB_TRY(out.signature, inspect_signature((fs::path(path) / name).string()));
+    // Inside the folder like every other file: no link followed.
+    PTB_TRY(MappedFile file, MappedFile::open_in(dir, name));
+    PTB_TRY(out.signature, inspect_signature(file));
     out.signature->file = name;
   }
   return out;
@@ -77,65 +102,46 @@ Result<InspectBundle> inspect_bundle_folder(const std::string& path, const Inspe
 
 }  // namespace detail
 
-Result<std::string> detect_inspect_kind(const std::string& path) {
-  std::error_code ec;
-  auto status = fs::status(path, ec);
-  if (ec) return io_error(path + ": cannot open: " + ec.message());
-  if (fs::is_directory(status)) {
-    if (fs::exists(fs::path(path) / kManifestFileName, ec)) return std::string("bundle");
-    return invalid(path + ": folder without " + kManifestFileName + "; expected a bundle folder or a file");
-  }
-  PTB_TRY(auto file, MappedFile::open(path));
-  return detect_file_kind(file);
-}
-
-Result<std::string> detect_file_kind(const MappedFile& file) {
-  const std::string& path = file.path();
-  Bytes data = file.bytes();
-  // A signature is JSON; a few bytes tell it from the binary formats.
-  if (fs::path(path).extension() == ".sig" || (!data.empty() && data[0] == '{')) return std::string("signature");
-  if (detail::has_text_at(data, 4, "ET12")) return std::string("pte");
-  if (detail::has_text_at(data, 4, "FT01")) return std::string("ptd");
-  if (detail::has_text_at(data, 4, "BP08")) return std::string("bpte");
-  if (detail::has_text_at(data, 0, "PK\x03\x04") || detail::has_text_at(data, 0, "PK\x05\x06")) return std::string("pt2");
-  // Let the reader the name asks for explain what is wrong.
-  std::string by_name = kind_from_extension(path);
-  if (!by_name.empty()) return by_name;
-  Bytes identifier = data.size() > 4 ? data.subspan(4, std::min<size_t>(4, data.size() - 4)) : Bytes();
-  return invalid(path + ": not a .pte, .ptd, .bpte or .pt2 file: bytes 4 to 8 are '" + detail::show_bytes(identifier) +
-                 "'; expected 'ET12', 'FT01', 'BP08' or a zip archive");
-}
-
 Result<InspectedFile> inspect_path(const std::string& path, const InspectOptions& options) {
-  InspectedFile out;
-  out.path = path;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    PTB_TRY(out.kind, detect_inspect_kind(path));
+  PTB_TRY(InputPath input, open_input_path(path));
+  if (input.kind == FileKind::Bundle) {
+    InspectedFile out;
+    out.path = path;
+    out.kind = file_kind_name(FileKind::Bundle);
     PTB_TRY(out.body, detail::inspect_bundle_folder(path, options));
     return out;
   }
-  // One mapping per file: the bytes that tell its kind are the ones its reader parses.
-  PTB_TRY(MappedFile mapped, MappedFile::open(path));
-  PTB_TRY(out.kind, detect_file_kind(mapped));
-  out.size = mapped.size();
-  if (options.sha256) out.sha256 = sha256_mapped_range(mapped, 0, mapped.size());
-  if (out.kind == "signature") {
-    PTB_TRY(out.body, detail::inspect_signature(path));
-  } else if (out.kind == "pt2") {
-    // libzip reads the archive through its own handle; the mapping served the kind, size and digest.
-    PTB_TRY(out.body, detail::inspect_package(path, options));
-  } else if (out.kind == "pte") {
-    auto owner = std::make_shared<const MappedFile>(std::move(mapped));
-    Bytes bytes = owner->bytes();
-    PTB_TRY(PteFile pte, PteFile::parse(std::move(owner), bytes, path));
-    out.body = detail::inspect_program(ProgramWithData(std::make_shared<const PteFile>(std::move(pte)), nullptr), options);
-  } else if (out.kind == "ptd") {
-    PTB_TRY(PtdFile ptd, PtdFile::parse(std::move(mapped)));
-    out.body = detail::inspect_data(ptd, options);
-  } else {
-    PTB_TRY(BpteFile bpte, BpteFile::parse(std::move(mapped)));
-    out.body = detail::inspect_bundled(bpte, options);
+  // One mapping per file: the bytes that told its kind are the ones its reader parses.
+  MappedFile& mapped = *input.file;
+  InspectedFile out = file_header(mapped, input.kind, path, options);
+  switch (input.kind) {
+    case FileKind::Signature: {
+      PTB_TRY(out.body, detail::inspect_signature(mapped));
+      break;
+    }
+    case FileKind::Pt2: {
+      // libzip reads the archive through its own handle; the mapping served the kind, size and digest.
+      PTB_TRY(out.body, detail::inspect_package(path, options));
+      break;
+    }
+    case FileKind::Pte: {
+      auto owner = std::make_shared<const MappedFile>(std::move(mapped));
+      Bytes bytes = owner->bytes();
+      PTB_TRY(PteFile pte, PteFile::parse(std::move(owner), bytes, path));
+      out.body = detail::inspect_program(ProgramWithData(std::make_shared<const PteFile>(std::move(pte)), nullptr), options);
+      break;
+    }
+    case FileKind::Ptd: {
+      PTB_TRY(PtdFile ptd, PtdFile::parse(std::move(mapped)));
+      out.body = detail::inspect_data(ptd, options);
+      break;
+    }
+    case FileKind::Bpte: {
+      PTB_TRY(BpteFile bpte, BpteFile::parse(std::move(mapped)));
+      out.body = detail::inspect_bundled(bpte, options);
+      break;
+    }
+    case FileKind::Bundle: break;
   }
   return out;
 }

@@ -9,8 +9,8 @@
 #include <map>
 
 #include "integrity/integrity_internal.h"
-#include "ptbundle/inspect/inspect.h"
 #include "ptbundle/base/sha256.h"
+#include "ptbundle/bundle/bundle.h"
 #include "ptbundle/bundle/names.h"
 #include "ptbundle/bundle/transaction.h"
 #include "ptbundle/signing/model_signature.h"
@@ -178,9 +178,7 @@ bool check_listed_file(const BundleDir& dir, const ManifestFile& file, const Fol
     return check_listed_digest(path, file, known->size, known->sha256, checks);
   auto kind = dir.kind(file.path);
   if (kind.ok() && *kind == BundleDir::Kind::Missing) {
-    checks.fail(checks::kFile, path,
-                "missing: bundle.json lists it as the part's " + std::string(file_role_name(file.role)) +
-                    " file; restore it or export the part again");
+    checks.fail(checks::kFile, path, listed_file_missing(file));
     return false;
   }
   // No symlink followed, nothing but a regular file opened (a FIFO would block a read).
@@ -264,20 +262,21 @@ void check_manifest_program(const ManifestPart& part, const ProgramWithData& pro
 }
 
 // One of the part's programs with the part's data file; null when it did
-// not open (already reported). Opened with no symlink followed.
-std::shared_ptr<const ProgramWithData> open_program(const BundleDir& dir, const std::string& relative, bool missing,
+// not open (already reported). Opened as every command opens a part's
+// program (bundle.h), so that verify refuses what run and merge refuse.
+std::shared_ptr<const ProgramWithData> open_program(const BundleDir& dir, const ManifestFile& file, bool missing,
                                                     std::shared_ptr<const PtdFile> ptd, CheckList& checks) {
-  const std::string program_path = dir.display(relative);
+  const std::string program_path = dir.display(file.path);
   if (missing) {
     checks.skip(checks::kProgram, program_path, "not checked: the file is missing or unreadable (see the file check)");
     return nullptr;
   }
-  auto opened = PteFile::open_in(dir, relative);
+  auto opened = open_listed_program(dir, file);
   if (!opened.ok()) {
     checks.fail(checks::kProgram, program_path, opened.error().message + "; export the part again");
     return nullptr;
   }
-  auto pte = std::make_shared<const PteFile>(std::move(*opened));
+  std::shared_ptr<const PteFile> pte = std::move(*opened);
   pass_program(program_path, *pte, checks);
   return std::make_shared<const ProgramWithData>(std::move(pte), std::move(ptd));
 }
@@ -299,11 +298,11 @@ void check_part(const BundleDir& dir, const ManifestPart& part, const FolderDige
     if (missing.count(data->path)) {
       checks.skip(checks::kDataFile, data_path, "not checked: the file is missing (see the file check)");
       data_readable = false;
-    } else if (auto opened = PtdFile::open_in(dir, data->path); !opened.ok()) {
+    } else if (auto opened = open_listed_data(dir, *data); !opened.ok()) {
       checks.fail(checks::kDataFile, data_path, opened.error().message + "; export the part again");
       data_readable = false;
     } else {
-      ptd = std::make_shared<const PtdFile>(std::move(*opened));
+      ptd = std::move(*opened);
       checks.pass(checks::kDataFile, data_path, std::to_string(ptd->entries().size()) + " entries, all inside the file");
     }
   }
@@ -317,7 +316,7 @@ void check_part(const BundleDir& dir, const ManifestPart& part, const FolderDige
   bool testcase_checked = false;
   for (const ManifestFile* program_file : programs) {
     const std::string program_path = (folder / program_file->path).string();
-    auto program = open_program(dir, program_file->path, missing.count(program_file->path) > 0, ptd, checks);
+    auto program = open_program(dir, *program_file, missing.count(program_file->path) > 0, ptd, checks);
     if (!program) continue;
 
     VerifySubject subject;
@@ -346,10 +345,10 @@ void check_part(const BundleDir& dir, const ManifestPart& part, const FolderDige
       const std::string testcase_path = (folder / part.testcase->path).string();
       if (missing.count(part.testcase->path)) {
         checks.skip(checks::kTestcaseFile, testcase_path, "not checked: the file is missing (see the file check)");
-      } else if (auto opened = PtdFile::open_in(dir, part.testcase->path); !opened.ok()) {
+      } else if (auto opened = open_listed_data(dir, *part.find_file(FileRole::Testcase)); !opened.ok()) {
         checks.fail(checks::kTestcaseFile, testcase_path, opened.error().message + "; export the part again with --example");
       } else {
-        auto file = std::make_shared<PtdFile>(std::move(*opened));
+        std::shared_ptr<const PtdFile> file = std::move(*opened);
         if (auto method = check_testcase_file(part, *part.testcase, *file, *program, checks)) {
           testcase = file;
           testcase_method = *method;
@@ -413,16 +412,30 @@ std::set<std::string> check_leftovers(const BundleDir& dir, const std::vector<Ma
                 std::string("written by an export that was interrupted before it committed, or superseded by one; "
                             "bundle.json does not list it; ") + removal);
   }
+  // Unexplained files are not excused: check_unlisted fails them as any
+  // unlisted file; this says why the journal did not count.
+  for (const auto& path : left.unexplained) {
+    checks.warn(checks::kLeftover, dir.display(kJournalFileName),
+                "names " + path + ", which is no file of a part bundle.json lists; a journal only explains files its own "
+                "export wrote, so " + path + " counts as unlisted");
+  }
   const auto staging = find_stale_staging(dir.path());
   for (const auto& path : staging) {
     checks.warn(checks::kLeftover, path,
                 "the staging folder of an interrupted `ptbundle merge` into this folder; the next merge into it "
                 "removes it, or delete it");
   }
-  if (left.temporary.empty() && left.pending.empty() && staging.empty()) {
+  if (left.temporary.empty() && left.pending.empty() && left.unexplained.empty() && staging.empty()) {
     checks.pass(checks::kLeftover, dir.path(), "no temporary files of an interrupted write");
   }
   return {left.pending.begin(), left.pending.end()};
+}
+
+// A writer waiting for the folder lock this reader holds has made
+// .ptbundle.lock: its file, not the bundle's, so no signature lists it.
+void drop_live_lock_file(const BundleDir& dir, FolderDigests& digests) {
+  if (!digests.find(kLockFileName) || !lock_file_in_use(dir)) return;
+  std::erase_if(digests.files, [](const FileDigest& file) { return file.path == kLockFileName; });
 }
 
 }  // namespace
@@ -432,6 +445,12 @@ void check_bundle(const std::string& path, const IntegrityOptions& options, Chec
   auto dir = BundleDir::open(path);
   if (!dir.ok()) {
     checks.fail(checks::kManifest, path, dir.error().message);
+    return;
+  }
+  // Held to the end: what is checked is the bundle before or after a write.
+  auto lock = acquire_read_lock(*dir);
+  if (!lock.ok()) {
+    checks.fail(checks::kManifest, path, lock.error().message);
     return;
   }
   // One read of every file: the signature, bundle.json's digests and the
@@ -457,6 +476,7 @@ void check_bundle(const std::string& path, const IntegrityOptions& options, Chec
     checks.fail(checks::kFile, path, digests.error().message);
     digests = FolderDigests{};
   }
+  drop_live_lock_file(*dir, *digests);
   check_signature(path, signature_name, *digests, options, checks, signature);
   check_content_keys(path, *digests, checks);
 

@@ -1,11 +1,11 @@
 // Which checks a PATH gets: a bundle folder, a lone program (.pte, with its
 // data file given or found beside it), a BundledProgram (.bpte) or an
-// AOTInductor package (.pt2). The content decides, as for inspect. Each file
+// AOTInductor package (.pt2). The content decides (file_kind.h), as for every command. Each file
 // is mapped once: the mapping that tells its kind is the one its reader parses.
 #include <filesystem>
 
 #include "integrity/integrity_internal.h"
-#include "ptbundle/inspect/inspect.h"
+#include "ptbundle/bundle/bundle.h"
 #include "ptbundle/program/program_argument.h"
 
 namespace ptb {
@@ -112,24 +112,17 @@ std::vector<VerifySubject> check_integrity(std::string_view argument, CheckList&
     return subjects;
   }
   const ProgramArgument& input = *parsed;
-  std::error_code ec;
-  auto status = fs::status(input.program, ec);
-  if (ec || !fs::exists(status)) {
-    checks.fail(checks::kInput, input.program, "no such file or folder");
+  // What the path is, as every command decides it (bundle.h); a folder
+  // without bundle.json is refused here, in the same words as elsewhere.
+  auto opened = open_input_path(input.program);
+  if (!opened.ok()) {
+    checks.fail(checks::kInput, input.program, opened.error().message);
     return subjects;
   }
-  if (fs::is_directory(status)) {
+  const FileKind kind = opened->kind;
+  if (kind == FileKind::Bundle) {
     if (input.data) {
       checks.fail(checks::kInput, input.program, "a folder takes no data file; expected PATH.pte,PATH.ptd for a program");
-      return subjects;
-    }
-    if (!fs::exists(fs::path(input.program) / kManifestFileName, ec)) {
-      // Appended piece by piece: GCC 12 at -O2 reports a false -Warray-bounds
-      // for a chain of operator+ on a temporary string.
-      std::string message = "folder without ";
-      message += kManifestFileName;
-      message += "; expected a bundle folder (made by ptbundle export), a .pte, a .bpte or a .pt2";
-      checks.fail(checks::kInput, input.program, message);
       return subjects;
     }
     checks.pass(checks::kInput, input.program, "bundle folder");
@@ -138,22 +131,21 @@ std::vector<VerifySubject> check_integrity(std::string_view argument, CheckList&
   }
   if (!options.keys.empty())
     checks.fail(checks::kSignature, input.program, "only bundle folders are signed (ptbundle sign); --key needs a bundle folder");
-  auto mapped = MappedFile::open(input.program);
-  if (!mapped.ok()) {
-    checks.fail(checks::kInput, input.program, mapped.error().message);
+  else if (options.require_signature)
+    checks.fail(checks::kSignature, input.program,
+                "not a bundle folder, and only bundle folders are signed (ptbundle sign); --require-signature needs one");
+  if (kind == FileKind::Signature) {
+    checks.fail(checks::kInput, input.program,
+                "is a signature; a signature is verified with its bundle folder: give the folder (and --key)");
     return subjects;
   }
-  auto kind = detect_file_kind(*mapped);
-  if (!kind.ok()) {
-    checks.fail(checks::kInput, input.program, kind.error().message);
-    return subjects;
-  }
-  if (*kind == "ptd") {
+  if (kind == FileKind::Ptd) {
     checks.fail(checks::kInput, input.program,
                 "a data file is verified with its program; give PROGRAM.pte," + input.program);
     return subjects;
   }
-  if (input.data && *kind == "pt2") {
+  std::error_code ec;
+  if (input.data && kind == FileKind::Pt2) {
     checks.fail(checks::kInput, input.program, "a .pt2 package holds its weights; give it without a data file");
     return subjects;
   }
@@ -161,12 +153,13 @@ std::vector<VerifySubject> check_integrity(std::string_view argument, CheckList&
     checks.fail(checks::kInput, *input.data, "no such file (the data file given after the comma)");
     return subjects;
   }
-  if (*kind == "pte") {
+  MappedFile mapped = std::move(*opened->file);
+  if (kind == FileKind::Pte) {
     checks.pass(checks::kInput, input.program, "ExecuTorch program");
-    detail::check_lone_program(input, std::make_shared<const MappedFile>(std::move(*mapped)), checks, subjects);
-  } else if (*kind == "bpte") {
+    detail::check_lone_program(input, std::make_shared<const MappedFile>(std::move(mapped)), checks, subjects);
+  } else if (kind == FileKind::Bpte) {
     checks.pass(checks::kInput, input.program, "ExecuTorch BundledProgram");
-    detail::check_bundled_program(input, std::move(*mapped), checks, subjects);
+    detail::check_bundled_program(input, std::move(mapped), checks, subjects);
   } else {
     checks.pass(checks::kInput, input.program, "AOTInductor package");
     detail::check_package(input.program, checks, subjects);

@@ -9,6 +9,7 @@
 #include "ptbundle/integrity/integrity.h"
 #include "ptbundle/program/program_argument.h"
 #include "ptbundle/signing/folder_digests.h"
+#include "ptbundle/signing/model_signature.h"
 
 namespace ptb::detail {
 
@@ -52,6 +53,10 @@ void check_package(const std::string& path, CheckList& checks, std::vector<Verif
 void check_signature(const std::string& dir, const std::optional<std::string>& signature_name, const FolderDigests& digests,
                      const IntegrityOptions& options, CheckList& checks, SignatureSummary& summary);
 void check_content_keys(const std::string& dir, const FolderDigests& digests, CheckList& checks);
+// The folder's files against a signature's statement (kSignedFiles): none
+// added, missing or changed. Trusted only once the signature verified.
+bool check_signed_files(const std::string& dir, const SignedStatement& statement, const FolderDigests& digests,
+                        CheckList& checks);
 
 // testcases/<part>.ptd against the part's program: returns the method it tests.
 std::optional<std::string> check_testcase_file(const ManifestPart& part, const ManifestTestcase& testcase,

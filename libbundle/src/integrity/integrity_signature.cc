@@ -21,6 +21,8 @@ bool ignored_by(const SignedStatement& statement, const std::string& path) {
   return false;
 }
 
+}  // namespace
+
 // Every file against the statement; each problem names its file.
 bool check_signed_files(const std::string& dir, const SignedStatement& statement, const FolderDigests& digests,
                         CheckList& checks) {
@@ -84,12 +86,14 @@ bool check_signed_files(const std::string& dir, const SignedStatement& statement
   return problems == 0;
 }
 
-}  // namespace
-
 void check_signature(const std::string& dir, const std::optional<std::string>& signature_name, const FolderDigests& digests,
                      const IntegrityOptions& options, CheckList& checks, SignatureSummary& summary) {
   if (!signature_name) {
-    if (options.keys.empty()) {
+    if (options.require_signature && options.keys.empty()) {
+      checks.fail(checks::kSignature, dir,
+                  "not signed: no .sig signature file in the folder, and --require-signature requires one; sign it with "
+                  "ptbundle sign, and verify it with --key");
+    } else if (options.keys.empty()) {
       checks.skip(checks::kSignature, dir, "not signed (no .sig file in the folder; ptbundle sign makes one)");
     } else {
       checks.fail(checks::kSignature, dir,
@@ -106,6 +110,13 @@ void check_signature(const std::string& dir, const std::optional<std::string>& s
   }
   const SignatureFile& signature = *read;
   summary.key_fingerprint = signature.key_hint;
+  if (options.keys.empty() && options.require_signature) {
+    checks.fail(checks::kSignature, path,
+                "claims to be signed by the key with fingerprint " + signature.key_hint.value_or("(none recorded)") +
+                    " (an unauthenticated hint in the file), but no key was given to check it, and "
+                    "--require-signature requires a checked signature; give the public key with --key or --keys-dir");
+    return;
+  }
   if (options.keys.empty()) {
     checks.skip(checks::kSignature, path,
                 "claims to be signed by the key with fingerprint " + signature.key_hint.value_or("(none recorded)") +

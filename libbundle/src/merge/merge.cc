@@ -8,6 +8,7 @@
 
 #include "merge/merge_internal.h"
 #include "ptbundle/program/program_argument.h"
+#include "ptbundle/signing/folder_digests.h"
 #include "ptbundle/signing/sign_bundle.h"
 
 namespace ptb {
@@ -128,13 +129,18 @@ Result<MergeResult> merge_programs(const MergeRequest& request) {
   PTB_CHECK(check_merge_request(request));
   std::vector<Export> regular;
   regular.reserve(request.inputs.size());
+  // Merge names each library anew by the SHA-256 of its bytes, so a blob
+  // replaced under its old content-addressed key is refused here rather than
+  // given a new key that matches it.
   for (const MergeSource& source : request.inputs) {
     PTB_TRY(Export loaded, load_export(source, false));
+    PTB_CHECK(check_program_content_keys(*loaded.program));
     regular.push_back(std::move(loaded));
   }
   std::unique_ptr<Export> fallback;
   if (request.fallback) {
     PTB_TRY(Export loaded, load_export(*request.fallback, true));
+    PTB_CHECK(check_program_content_keys(*loaded.program));
     fallback = std::make_unique<Export>(std::move(loaded));
   }
   LibraryScanCache scans(request.check_kernels);

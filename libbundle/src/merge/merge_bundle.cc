@@ -14,11 +14,14 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <thread>
 #include <tuple>
 
 #include "merge/merge_bundle_internal.h"
+#include "ptbundle/bundle/bundle.h"
 #include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/segment_source.h"
+#include "ptbundle/integrity/integrity.h"
 
 namespace ptb {
 
@@ -36,9 +39,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// An input bundle with every part opened (Bundle::open_part): each file is
+// read through the descriptor that was checked, never reopened by path.
 struct InputBundle {
   std::string dir;
-  Manifest manifest;
+  Bundle bundle;
+  std::map<std::string, BundlePart, std::less<>> parts;
+  const Manifest& manifest() const { return bundle.manifest(); }
+  const BundlePart& part(const std::string& name) const { return parts.find(name)->second; }
 };
 
 // A folder that is removed with everything in it unless kept: by the
@@ -100,19 +108,6 @@ class Staging {
   int slot_ = -1;
 };
 
-// Every file an input's manifest lists is a regular file reached with no
-// symlink followed; merge then reads them by path.
-Status check_bundle_files(const std::string& path, const Manifest& manifest) {
-  PTB_TRY(BundleDir dir, BundleDir::open(path));
-  for (const ManifestPart& part : manifest.parts) {
-    for (const ManifestFile& file : part.files) {
-      PTB_TRY(int fd, dir.open_fd(file.path));
-      ::close(fd);
-    }
-  }
-  return {};
-}
-
 std::string in_bundle(const InputBundle& bundle, const std::string& relative) {
   return (fs::path(bundle.dir) / relative).string();
 }
@@ -142,13 +137,12 @@ Status copy_mapped(const MappedFile& source, const fs::path& to) {
   return out.commit();
 }
 
-Status copy_file(const std::string& from, const fs::path& to) {
-  PTB_TRY(MappedFile source, MappedFile::open(from));
-  return copy_mapped(source, to);
-}
-
+// `copy_of`: the input file this one is a byte-for-byte copy of, whose
+// digest check_inputs_unchanged has just confirmed: its SHA-256 is taken
+// rather than hashing the same bytes again (a size that differs means the
+// input changed since, and the copy is hashed after all).
 Result<ManifestFile> file_entry(const fs::path& staging, const std::string& relative, FileRole role,
-                                std::optional<std::string> target = std::nullopt) {
+                                std::optional<std::string> target = std::nullopt, const ManifestFile* copy_of = nullptr) {
   ManifestFile file;
   file.role = role;
   file.path = relative;
@@ -157,57 +151,42 @@ Result<ManifestFile> file_entry(const fs::path& staging, const std::string& rela
   std::error_code ec;
   file.size = fs::file_size(path, ec);
   if (ec) return io_error(path + ": cannot read its size: " + ec.message());
+  if (copy_of && copy_of->size == file.size) {
+    file.sha256 = copy_of->sha256;
+    return file;
+  }
   PTB_TRY(file.sha256, sha256_file_hex(path));
   return file;
 }
 
-std::vector<PartProgram> programs_of(const InputBundle& bundle, const ManifestPart& part) {
-  std::vector<PartProgram> out;
-  const ManifestFile* data = part.find_file(FileRole::Data);
-  for (const ManifestFile& file : part.files) {
-    if (file.role != FileRole::Program) continue;
-    out.push_back({in_bundle(bundle, file.path), data ? in_bundle(bundle, data->path) : "", file.target.value_or("")});
-  }
-  return out;
-}
-
-// One program of the part, opened once; every step below reads it from here.
+// One program of the part, as its bundle opened it (with the part's data
+// file); every step below reads it from here.
 struct OpenedProgram {
   PartProgram paths;
   size_t bundle = 0;
-  // Its data file is attached (opened once per bundle) only for a CUDA
-  // part: a part without CUDA delegates is compared byte for byte instead.
-  std::shared_ptr<ProgramWithData> program;
+  std::shared_ptr<const ProgramWithData> program;
 };
 
-Result<std::vector<OpenedProgram>> open_programs(const std::vector<InputBundle>& bundles, const std::string& name) {
+std::vector<OpenedProgram> programs_of(const std::vector<InputBundle>& bundles, const std::string& name) {
   std::vector<OpenedProgram> out;
   for (size_t b = 0; b < bundles.size(); ++b) {
-    for (PartProgram& paths : programs_of(bundles[b], *bundles[b].manifest.find_part(name))) {
-      PTB_TRY(PteFile pte, PteFile::open(paths.pte));
-      auto program = std::make_shared<ProgramWithData>(std::make_shared<const PteFile>(std::move(pte)), nullptr);
-      out.push_back({std::move(paths), b, std::move(program)});
+    const BundlePart& part = bundles[b].part(name);
+    const ManifestFile* data = part.entry->find_file(FileRole::Data);
+    for (const BundleProgram& program : part.programs) {
+      PartProgram paths{in_bundle(bundles[b], program.path), data ? in_bundle(bundles[b], data->path) : "",
+                        program.target.value_or("")};
+      out.push_back({std::move(paths), b, program.program});
     }
   }
   return out;
 }
 
 // The programs of a CUDA part with their data files, as merge inputs that
-// take every payload form; a data file the programs of a bundle share is
-// opened once.
-Result<std::vector<Export>> load_exports(std::vector<OpenedProgram>& programs) {
-  std::map<std::string, std::shared_ptr<const PtdFile>> data_files;
+// take every payload form.
+Result<std::vector<Export>> load_exports(const std::vector<OpenedProgram>& programs) {
   std::vector<Export> out;
   out.reserve(programs.size());
-  for (OpenedProgram& opened : programs) {
-    if (!opened.paths.ptd.empty()) {
-      std::shared_ptr<const PtdFile>& ptd = data_files[opened.paths.ptd];
-      if (!ptd) {
-        PTB_TRY(PtdFile file, PtdFile::open(opened.paths.ptd));
-        ptd = std::make_shared<const PtdFile>(std::move(file));
-      }
-      opened.program->set_data(ptd);
-    }
+  for (const OpenedProgram& opened : programs) {
     PTB_TRY(Export e, export_of({opened.paths.pte, opened.paths.ptd}, opened.program, false, false));
     out.push_back(std::move(e));
   }
@@ -224,27 +203,21 @@ const MappedFile* first_program_of(const std::vector<OpenedProgram>& programs, s
 }
 
 // Parts without a CUDA delegate are not merged: they must be the same files.
-// Each data file is mapped once, when first compared; the first bundle's
-// mappings are what the part is copied from.
+// The first bundle's mappings are what the part is copied from.
 struct IdenticalFiles {
   const MappedFile* program = nullptr;
-  std::optional<MappedFile> data;
+  const MappedFile* data = nullptr;
 };
 
 Status check_identical_files(const std::vector<InputBundle>& bundles, const std::string& name,
                              const std::vector<OpenedProgram>& programs, unsigned threads, IdenticalFiles& first_files) {
-  const ManifestPart& first = *bundles.front().manifest.find_part(name);
-  std::vector<std::optional<MappedFile>> data(bundles.size());
-  auto mapped = [&](size_t b, FileRole role, const ManifestFile& file) -> Result<const MappedFile*> {
+  const ManifestPart& first = *bundles.front().manifest().find_part(name);
+  auto mapped = [&](size_t b, FileRole role) -> const MappedFile* {
     if (role == FileRole::Program) return first_program_of(programs, b);
-    if (!data[b]) {
-      PTB_TRY(MappedFile opened, MappedFile::open(in_bundle(bundles[b], file.path)));
-      data[b] = std::move(opened);
-    }
-    return &*data[b];
+    return &bundles[b].part(name).data->file();
   };
   for (size_t b = 1; b < bundles.size(); ++b) {
-    const ManifestPart& other = *bundles[b].manifest.find_part(name);
+    const ManifestPart& other = *bundles[b].manifest().find_part(name);
     for (FileRole role : {FileRole::Program, FileRole::Data}) {
       const ManifestFile* mine = first.find_file(role);
       const ManifestFile* theirs = other.find_file(role);
@@ -254,8 +227,8 @@ Status check_identical_files(const std::vector<InputBundle>& bundles, const std:
         if (mine || theirs) return invalid(pair + ": only one of the bundles has a " + file_role_name(role) + " file for part '" + name + "'");
         continue;
       }
-      PTB_TRY(const MappedFile* a, mapped(0, role, *mine));
-      PTB_TRY(const MappedFile* c, mapped(b, role, *theirs));
+      const MappedFile* a = mapped(0, role);
+      const MappedFile* c = mapped(b, role);
       if (a->size() != c->size()) {
         return invalid(pair + " differ in size (" + std::to_string(a->size()) + " vs " + std::to_string(c->size()) +
                        " bytes); expected the same files, as part '" + name + "' has no CUDA delegate to merge");
@@ -268,7 +241,7 @@ Status check_identical_files(const std::vector<InputBundle>& bundles, const std:
     }
   }
   first_files.program = first_program_of(programs, 0);
-  first_files.data = std::move(data[0]);
+  if (const BundlePart& part = bundles.front().part(name); part.data) first_files.data = &part.data->file();
   return {};
 }
 
@@ -277,7 +250,7 @@ std::optional<CudaInfo> merged_cuda_info(const std::vector<InputBundle>& bundles
   std::optional<CudaInfo> out;
   bool same_gpu = true;
   for (const InputBundle& bundle : bundles) {
-    const ManifestPart& part = *bundle.manifest.find_part(name);
+    const ManifestPart& part = *bundle.manifest().find_part(name);
     if (!part.cuda) continue;
     if (!out) {
       out = *part.cuda;
@@ -359,8 +332,8 @@ Result<MergeResult> merge_multi_variant(const PartJob& job, const std::vector<Ex
 Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJob& job) {
   MergedPart merged;
   merged.name = job.name;
-  const ManifestPart& first = *job.bundles.front().manifest.find_part(job.name);
-  PTB_TRY(std::vector<OpenedProgram> programs, open_programs(job.bundles, job.name));
+  const ManifestPart& first = *job.bundles.front().manifest().find_part(job.name);
+  std::vector<OpenedProgram> programs = programs_of(job.bundles, job.name);
   bool any_cuda = false;
   bool any_targeted = false;
   for (const OpenedProgram& opened : programs) {
@@ -377,7 +350,8 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
     merged.layout = PartMergeLayout::Identical;
     std::string program_path = part_file_path(job.name, FileRole::Program);
     PTB_CHECK(copy_mapped(*copied.program, job.staging / program_path));
-    PTB_TRY(ManifestFile program, file_entry(job.staging, program_path, FileRole::Program));
+    PTB_TRY(ManifestFile program,
+            file_entry(job.staging, program_path, FileRole::Program, std::nullopt, first.find_file(FileRole::Program)));
     files.push_back(program);
     if (data && copied.data) PTB_CHECK(copy_mapped(*copied.data, job.staging / data_path));
     return std::make_pair(merged, files);
@@ -432,16 +406,42 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
   return std::make_pair(merged, files);
 }
 
+// Each input as verify would check it (digests, content keys, signature),
+// so a tampered input is refused rather than laundered into a bundle whose
+// fresh bundle.json makes the change look approved. The bundles are hashed
+// side by side, each on its share of the cores; every byte is read once here.
+Status check_inputs_unchanged(const std::vector<InputBundle>& bundles, const BundleMergeRequest& request) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  IntegrityOptions options;
+  options.keys = request.keys;
+  options.threads = std::max<unsigned>(1, cores / static_cast<unsigned>(bundles.size()));
+  std::vector<Status> results(bundles.size());
+  std::vector<std::thread> pool;
+  for (size_t b = 1; b < bundles.size(); ++b)
+    pool.emplace_back([&, b] { results[b] = check_bundle_unchanged(bundles[b].dir, bundles[b].manifest(), options); });
+  results[0] = check_bundle_unchanged(bundles[0].dir, bundles[0].manifest(), options);
+  for (auto& thread : pool) thread.join();
+  for (const Status& status : results) PTB_CHECK(status);
+  return {};
+}
+
 Result<std::vector<InputBundle>> read_bundles(const BundleMergeRequest& request) {
   std::vector<InputBundle> bundles;
   for (const std::string& dir : request.bundles) {
-    PTB_TRY(Manifest manifest, read_manifest(dir));
-    PTB_CHECK(check_bundle_files(dir, manifest));
-    bundles.push_back({dir, std::move(manifest)});
+    // Every part opened before anything is merged: a bad input is refused
+    // as run, verify and inspect refuse it, before any output is written.
+    PTB_TRY(Bundle bundle, Bundle::open(dir));
+    InputBundle input{dir, std::move(bundle), {}};
+    for (const auto& part : input.bundle.parts()) {
+      PTB_TRY(BundlePart opened, input.bundle.open_part(part));
+      input.parts.emplace(part->name, std::move(opened));
+    }
+    bundles.push_back(std::move(input));
   }
-  const Manifest& first = bundles.front().manifest;
+  PTB_CHECK(check_inputs_unchanged(bundles, request));
+  const Manifest& first = bundles.front().manifest();
   for (size_t b = 1; b < bundles.size(); ++b) {
-    const Manifest& other = bundles[b].manifest;
+    const Manifest& other = bundles[b].manifest();
     for (const ManifestPart& part : first.parts) {
       if (!other.find_part(part.name)) {
         return invalid(bundles.front().dir + " and " + bundles[b].dir + " hold different parts: '" + part.name +
@@ -490,7 +490,7 @@ Result<BundleMergeResult> merge_bundles(const BundleMergeRequest& request) {
   Manifest& manifest = result.manifest;
   manifest.ptbundle_version = request.tool_version;
   manifest.created = utc_now_iso8601();
-  for (const ManifestPart& first : bundles.front().manifest.parts) {
+  for (const ManifestPart& first : bundles.front().manifest().parts) {
     PTB_TRY(auto merged, merge_part({bundles, first.name, staging.path(), request, scans}));
     ManifestPart part = first;
     part.source.kind = "merge";
@@ -498,12 +498,15 @@ Result<BundleMergeResult> merge_bundles(const BundleMergeRequest& request) {
     for (const InputBundle& bundle : bundles) part.source.files.push_back(fs::path(bundle.dir).filename().string());
     part.files = std::move(merged.second);
     if (const ManifestFile* data = first.find_file(FileRole::Data)) {
-      PTB_TRY(ManifestFile entry, file_entry(staging.path(), data->path, FileRole::Data));
+      // Copied whole from the first bundle unless the weights were merged.
+      const bool copied = merged.first.layout != PartMergeLayout::MultiVariant;
+      PTB_TRY(ManifestFile entry,
+              file_entry(staging.path(), data->path, FileRole::Data, std::nullopt, copied ? data : nullptr));
       part.files.push_back(entry);
     }
     if (const ManifestFile* testcase = first.find_file(FileRole::Testcase)) {
-      PTB_CHECK(copy_file(in_bundle(bundles.front(), testcase->path), staging.path() / testcase->path));
-      PTB_TRY(ManifestFile entry, file_entry(staging.path(), testcase->path, FileRole::Testcase));
+      PTB_CHECK(copy_mapped(bundles.front().part(first.name).testcase->file(), staging.path() / testcase->path));
+      PTB_TRY(ManifestFile entry, file_entry(staging.path(), testcase->path, FileRole::Testcase, std::nullopt, testcase));
       part.files.push_back(entry);
     }
     part.cuda = merged_cuda_info(bundles, first.name);

@@ -5,10 +5,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/formats/pte.h"
+#include "ptbundle/formats/segment_source.h"
+#include "ptbundle/program/program_with_data.h"
 #include "ptbundle/signing/folder_digests.h"
 
 namespace ptb {
@@ -72,6 +77,50 @@ std::vector<ContentKeyDigest> content_keys_of(const std::string& path) {
     }
   }
   return out;
+}
+
+// Every key, needed or not: export and merge carry both files whole. The
+// blobs are hashed in parallel, largest first.
+Status check_program_content_keys(const ProgramWithData& program) {
+  struct Blob {
+    const MappedFile* file;
+    std::string path, where, key;
+    uint64_t offset = 0, size = 0;
+  };
+  std::vector<Blob> blobs;
+  const PteFile& pte = program.pte();
+  for (const PteNamedData& entry : pte.named_data()) {
+    if (!is_content_addressed_key(entry.key) || entry.segment_index >= pte.segments().size()) continue;
+    const PteSegment& segment = pte.segments()[entry.segment_index];
+    blobs.push_back({&pte.file(), pte.name(), "named data", entry.key, pte.base_offset() + segment.file_offset, segment.size});
+  }
+  if (const PtdFile* ptd = program.ptd()) {
+    for (const PtdEntry& entry : ptd->entries()) {
+      if (!is_content_addressed_key(entry.key)) continue;
+      blobs.push_back({&ptd->file(), ptd->path(), "data file entry", entry.key, entry.file_offset, entry.size});
+    }
+  }
+  std::sort(blobs.begin(), blobs.end(), [](const Blob& a, const Blob& b) { return a.size > b.size; });
+  std::vector<Result<std::string>> digests(blobs.size(), std::string());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next.fetch_add(1); i < blobs.size(); i = next.fetch_add(1))
+      digests[i] = sha256_range_hex(*blobs[i].file, blobs[i].offset, blobs[i].size);
+  };
+  const size_t threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), blobs.size());
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& thread : pool) thread.join();
+  for (size_t i = 0; i < blobs.size(); ++i) {
+    if (!digests[i].ok()) return digests[i].take_error();
+    if (*digests[i] == blobs[i].key.substr(0, 64)) continue;
+    return invalid(blobs[i].path + ": " + blobs[i].where + " \"" + blobs[i].key + "\": its " + std::to_string(blobs[i].size) +
+                   " bytes at offset " + std::to_string(blobs[i].offset) + " hash to " + *digests[i] +
+                   "; expected the SHA-256 the key names (the blob was replaced after ExecuTorch wrote it); "
+                   "export the model again with ExecuTorch");
+  }
+  return {};
 }
 
 }  // namespace ptb

@@ -1,9 +1,12 @@
 // sign_bundle and the removal of signatures a writer made invalid.
 #include "ptbundle/signing/sign_bundle.h"
 
+#include <cctype>
 #include <filesystem>
+#include <set>
 
 #include "ptbundle/bundle/manifest.h"
+#include "ptbundle/bundle/transaction.h"
 
 namespace ptb {
 namespace {
@@ -40,6 +43,16 @@ Status check_before_signing(const std::string& dir, const FolderDigests& digests
     }
   }
   PTB_TRY(Manifest manifest, read_manifest(dir));
+  std::set<std::string> listed_paths;
+  for (const ManifestPart& part : manifest.parts)
+    for (const ManifestFile& listed : part.files) listed_paths.insert(listed.path);
+  for (const FileDigest& file : digests.files) {
+    std::string extension = fs::path(file.path).extension().string();
+    for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if ((extension == ".pte" || extension == ".ptd") && !listed_paths.count(file.path))
+      return invalid(dir + "/" + file.path + ": is in the bundle folder but bundle.json does not list it; a signature "
+                     "would approve it; delete it, or add it as a part with ptbundle export, then sign");
+  }
   for (const ManifestPart& part : manifest.parts) {
     for (const ManifestFile& listed : part.files) {
       const FileDigest* file = digests.find(listed.path);
@@ -53,6 +66,25 @@ Status check_before_signing(const std::string& dir, const FolderDigests& digests
   return {};
 }
 
+// What an interrupted writer left is no part of the bundle: signing it would
+// approve a lock, a journal or a half-placed file, and verify would then
+// accept them as signed.
+Status check_no_leftovers(const BundleDir& dir, const Manifest& manifest) {
+  BundleLeftovers left = find_leftovers(dir, &manifest);
+  std::vector<std::string> found = left.temporary;
+  found.insert(found.end(), left.pending.begin(), left.pending.end());
+  found.insert(found.end(), left.unexplained.begin(), left.unexplained.end());
+  if (left.journal) found.push_back(kJournalFileName);
+  if (dir.kind(kLockFileName).value_or(BundleDir::Kind::Missing) != BundleDir::Kind::Missing && !lock_file_in_use(dir))
+    found.push_back(kLockFileName);
+  if (found.empty()) return {};
+  std::string names;
+  for (const std::string& path : found) names += (names.empty() ? "" : ", ") + path;
+  return invalid(dir.path() + ": holds what an interrupted ptbundle export or merge left (" + names +
+                 "); expected a bundle with none, as a signature would approve them; run ptbundle export into it again "
+                 "(which removes them) or delete them, then sign");
+}
+
 }  // namespace
 
 Result<SignReport> sign_bundle(const SignOptions& options) {
@@ -62,6 +94,14 @@ Result<SignReport> sign_bundle(const SignOptions& options) {
   if (!fs::is_directory(dir, ec)) return usage_error(dir + ": not a folder; expected a bundle folder made by ptbundle export");
   if (!fs::exists(fs::path(dir) / kManifestFileName, ec))
     return invalid(dir + ": folder without " + std::string(kManifestFileName) + "; expected a bundle folder made by ptbundle export");
+  // Held until the signature is written: it signs the bundle as it is
+  // before or after a write, never a writer's temporaries.
+  PTB_TRY(BundleDir bundle, BundleDir::open(dir));
+  PTB_TRY(BundleReadLock lock, acquire_read_lock(bundle));
+  {
+    PTB_TRY(Manifest manifest, read_manifest(bundle));
+    PTB_CHECK(check_no_leftovers(bundle, manifest));
+  }
 
   // verify reads one signature per bundle, and a second one would sign the
   // first as one of the bundle's files: refused, naming the one there.
@@ -83,6 +123,9 @@ Result<SignReport> sign_bundle(const SignOptions& options) {
   hashing.ignore = ignore;
   hashing.threads = options.threads;
   PTB_TRY(FolderDigests digests, hash_folder(dir, hashing));
+  // A writer waiting for the folder lock made .ptbundle.lock: not the bundle's.
+  if (lock_file_in_use(bundle))
+    std::erase_if(digests.files, [](const FileDigest& file) { return file.path == kLockFileName; });
   PTB_CHECK(check_before_signing(dir, digests));
   auto statement = statement_for(folder_name(dir), digests, ignore);
   if (!statement.ok()) return with_context(dir, statement.take_error());

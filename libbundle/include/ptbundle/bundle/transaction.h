@@ -9,6 +9,10 @@
 //    superseded, written before the first rename;
 //  - the renames, then bundle.json renamed last: the commit point;
 //  - the superseded files removed, then the journal.
+// Readers (verify, inspect, sign, run, merge's inputs) take the folder's
+// flock shared (acquire_read_lock) and a writer takes it exclusively from
+// begin() to its end, so a reader sees the bundle before a write or after
+// it, never between (no temporaries, no half-placed part).
 // Killed anywhere, the folder holds the old bundle (or the new one) plus
 // files the journal names and temporaries (".<name>.XXXXXX.tmp"): verify
 // warns about them and the next writer, holding the lock, removes them.
@@ -17,6 +21,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ptbundle/base/file.h"
@@ -32,9 +37,16 @@ inline constexpr const char* kJournalFileName = ".ptbundle.pending";
 std::chrono::seconds bundle_lock_wait();
 
 // What an interrupted writer left in a bundle folder (paths relative to it).
+// The journal is a plain file anyone can write, so it only explains files
+// its own command could have written: a file of a part bundle.json lists,
+// under that part's name in another generation ("enc@1.pte" placed before
+// the commit, "enc.pte" superseded after it). Any other .pte/.ptd it names
+// is `unexplained`: indistinguishable from a planted file, so verify fails
+// it as unlisted, and only a writer (holding the lock) removes it.
 struct BundleLeftovers {
-  std::vector<std::string> temporary;  // ".<name>.XXXXXX.tmp" files
-  std::vector<std::string> pending;    // named by the journal and not by bundle.json
+  std::vector<std::string> temporary;    // ".<name>.XXXXXX.tmp" files
+  std::vector<std::string> pending;      // named by the journal: another generation of a listed part's file
+  std::vector<std::string> unexplained;  // named by the journal, of no part bundle.json lists
   bool journal = false;
 };
 // `manifest`: the bundle.json now in the folder, if it reads.
@@ -42,6 +54,37 @@ BundleLeftovers find_leftovers(const BundleDir& dir, const Manifest* manifest);
 
 // Whether `name` has the form of an AtomicOutput temporary file.
 bool is_temporary_name(const std::string& name);
+
+// A reader's hold on a bundle folder: flock(LOCK_SH) on the folder itself,
+// which a writer holds exclusively (BundleTransaction). The folder and not
+// .ptbundle.lock: a reader must not create files in the bundle, which may be
+// read-only to it (another user's bundle, a read-only mount), and a lock
+// file a reader made would be one more file for a signature to list. One
+// small function, so that the bundle opener can take it in one place.
+class BundleReadLock {
+ public:
+  BundleReadLock() = default;
+  explicit BundleReadLock(int fd) : fd_(fd) {}
+  BundleReadLock(BundleReadLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  BundleReadLock& operator=(BundleReadLock&& other) noexcept;
+  BundleReadLock(const BundleReadLock&) = delete;
+  BundleReadLock& operator=(const BundleReadLock&) = delete;
+  ~BundleReadLock();
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+// Waits (up to `wait`) while a writer changes the bundle. A file system
+// without flock on folders gives an unheld lock rather than an error: the
+// reader then reads as it did before readers locked.
+Result<BundleReadLock> acquire_read_lock(const BundleDir& dir, std::chrono::seconds wait = bundle_lock_wait());
+
+// Whether the folder's .ptbundle.lock is held by a live writer (one waiting
+// for the folder lock a reader holds): then it is that writer's, not a file
+// of the bundle, and a reader's digests leave it out. A lock file no one
+// holds is a killed writer's leftover.
+bool lock_file_in_use(const BundleDir& dir);
 
 class BundleTransaction {
  public:
@@ -79,6 +122,7 @@ class BundleTransaction {
  private:
   BundleDir dir_;
   int lock_fd_ = -1;
+  int folder_lock_fd_ = -1;  // the folder, flock(LOCK_EX): readers wait (acquire_read_lock)
   int lock_cleanup_slot_ = -1;  // register_temp_at: SIGINT removes the lock file too
   bool created_ = false;
   std::optional<Manifest> manifest_;

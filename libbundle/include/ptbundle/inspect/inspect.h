@@ -20,16 +20,10 @@ struct InspectOptions {
   bool sha256 = false;
 };
 
-// "pte", "ptd", "bpte", "pt2", "bundle" (a folder with bundle.json),
-// "signature" (a .sig file, or JSON: a model-signing signature), or an
-// error when the file is none of these. The content decides; the extension
-// only when the content is too short to tell.
-Result<std::string> detect_inspect_kind(const std::string& path);
-// The same for a file already mapped, so that its reader can parse that mapping.
-Result<std::string> detect_file_kind(const MappedFile& file);
-
-// What one path holds. Errors are those of the readers (the whole file is
-// refused, as ptbundle refuses to load it).
+// What one path holds; its kind (InspectedFile::kind) is file_kind.h's
+// FileKind by name. Errors are those of the readers and of the bundle opener
+// (bundle.h): the whole file or bundle is refused, as ptbundle refuses to
+// load it.
 Result<InspectedFile> inspect_path(const std::string& path, const InspectOptions& options = {});
 
 // The largest power of two that divides `file_offset`, at most 4096: the

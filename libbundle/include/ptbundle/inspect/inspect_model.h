@@ -522,7 +522,7 @@ struct InspectBundle {
 // One path: a file of any kind, or a bundle folder.
 struct InspectedFile {
   std::string path;
-  std::string kind;                   // detect_inspect_kind
+  std::string kind;                   // file_kind_name
   std::optional<uint64_t> size;       // files
   std::optional<std::string> sha256;  // files, with --sha256
   std::variant<InspectProgram, InspectDataFile, InspectBundled, InspectPackage, InspectBundle, InspectSignature> body;

@@ -133,6 +133,10 @@ struct IntegrityOptions {
   // (checked first), and its files must be exactly the signed ones.
   std::vector<PublicKey> keys;
   unsigned threads = 0;  // hashing threads; 0: one per core
+  // Every PATH must be a bundle whose signature was checked: an unsigned
+  // bundle fails, and so does a signed one when no key was given (its
+  // signature would be unchecked), and any PATH that is not a bundle.
+  bool require_signature = false;
 };
 
 // As above, with signature keys; a bundle's files are hashed once, in
@@ -140,6 +144,17 @@ struct IntegrityOptions {
 // together. `signature` (may be null) receives what was found of it.
 std::vector<VerifySubject> check_integrity(std::string_view argument, CheckList& checks, const IntegrityOptions& options,
                                            SignatureSummary* signature);
+
+// What a command that builds on a bundle (merge) checks of it first, as
+// verify does, so that it never launders a changed bundle into a clean one:
+// every file bundle.json lists, with its size and SHA-256; every
+// content-addressed key of the folder; and, when the bundle carries a
+// signature, the files against it. With `options.keys` the signature must
+// verify with one of them (and an unsigned bundle is refused); without keys
+// its statement is unauthenticated, but files that differ from it still
+// prove a change after signing. The folder is hashed once, in parallel
+// (options.threads). The error is the first problem, naming its file.
+Status check_bundle_unchanged(const std::string& dir, const Manifest& manifest, const IntegrityOptions& options);
 
 // The bytes a per-FQN weight view reaches (storage_offset + the extent of
 // sizes and strides, times the element size), or an error saying why the

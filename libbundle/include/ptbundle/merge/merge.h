@@ -26,6 +26,7 @@
 #include "ptbundle/base/file.h"
 #include "ptbundle/bundle/manifest.h"
 #include "ptbundle/base/result.h"
+#include "ptbundle/signing/keys.h"
 
 namespace ptb {
 
@@ -102,6 +103,10 @@ struct BundleMergeRequest {
   std::string output_dir;            // must not exist, or be an empty folder
   unsigned threads = 0;
   std::string tool_version;  // recorded as ptbundle_version
+  // Every input is checked as verify checks it before anything is merged
+  // (check_bundle_unchanged): with keys, each must carry a signature one of
+  // them verifies.
+  std::vector<PublicKey> keys;
 };
 
 enum class PartMergeLayout { Identical, MultiVariant, PerTarget };

@@ -23,6 +23,8 @@
 
 namespace ptb {
 
+class ProgramWithData;
+
 // A key named by the SHA-256 of its bytes, and what the bytes hash to.
 struct ContentKeyDigest {
   std::string key;
@@ -86,5 +88,13 @@ std::vector<ContentKeyDigest> content_keys_of(const std::string& path);
 
 // "<64 lowercase hex>_so_blob" or "<64 lowercase hex>_weights_blob".
 bool is_content_addressed_key(const std::string& key);
+
+// Every content-addressed key of a program's named data and of its data
+// file, hashed: an error naming the file, the key and the digest found when
+// the bytes do not hash to the key, as verify would report. For commands
+// that carry such a program into a bundle (export, merge of .pte files), so
+// that they never write one verify fails, nor give a replaced blob a new,
+// matching key.
+Status check_program_content_keys(const ProgramWithData& program);
 
 }  // namespace ptb

@@ -60,6 +60,7 @@ struct VerifyOptions {
   std::string gpu = "auto";
   std::string driver_library = kDriverLibrary;
   std::vector<PublicKey> keys;  // bundles must be signed by one of them
+  bool require_signature = false;  // IntegrityOptions::require_signature
 };
 
 struct VerifyReport {

@@ -3,10 +3,12 @@
 // then time it. The CLI only parses options into a RunRequest and prints the
 // RunReport.
 //
-// The order puts every check that needs no GPU work first: the part's files,
-// the variant and kernels for this GPU, inputs named by index against the
-// method's signature; only then is the library loaded. Inputs named by the
-// library's own names wait for the library.
+// The order puts every check that needs no GPU work first: the input is
+// opened and checked (run_part.h's open_run_input) before this build's
+// runtime or the machine's GPU is asked about, so a bad input gets one
+// answer everywhere; then the variant and kernels for this GPU, inputs named
+// by index against the method's signature; only then is the library loaded.
+// Inputs named by the library's own names wait for the library.
 #pragma once
 
 #include <cstdint>

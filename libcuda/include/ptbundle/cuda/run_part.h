@@ -4,11 +4,15 @@
 // GPU, its kernels, every weight present with the size it needs).
 //
 // A part comes from:
-//   - a bundle folder: <part>.pte and <part>.ptd (`--part`, or the only part);
-//   - a .pte with its data file, given after a comma or found beside it as
-//     every command finds it (data_file_candidates in program_with_data.h);
+//   - a bundle folder, opened as every command opens one (bundle.h): the
+//     part bundle.json lists (`--part`, or the only part), its files read
+//     inside the folder; a folder without bundle.json is refused;
+//   - a .pte, or the program inside a .bpte, with its data file given after
+//     a comma or found beside it as every command finds it
+//     (data_file_candidates in program_with_data.h);
 //   - an AOTInductor .pt2 package compiled with ExecuTorch's options
 //     (weights in a blob beside the library, kernels embedded in it).
+// The content decides which (file_kind.h), not the name.
 // The CUDA delegate payload decides the weights layout: one blob for the
 // whole library (AOTInductor's update_constants_from_blob), or one named
 // entry per FQN ("ETCUDAFQN0") with its dtype, sizes and strides.
@@ -65,8 +69,35 @@ struct RunPartOptions {
   uint64_t max_weights_bytes = 256ull << 30;
 };
 
-// `path` is a bundle folder, PROGRAM.pte[,DATA.ptd] (parse_program_argument)
-// or a .pt2 package.
+// One program a run could load, with everything checked that needs no GPU.
+struct RunCandidate {
+  std::optional<std::string> target;  // a part kept per GPU target: its program's target
+  std::string path;                   // that program, relative to the bundle folder
+  // The library is set unless the payload holds several variants to choose
+  // from; the kernels are not judged yet.
+  RunPart part;
+  const CudaPayload* variants = nullptr;  // a multi-variant payload, inside part.keep_alive
+  std::string variants_where;             // its delegate, for messages
+  std::vector<Bytes> libraries;           // one per variant, each found
+};
+
+// A run's input opened and checked without a GPU: the files read (a bundle
+// through bundle.h), the method, its one CUDA delegate, every library and
+// weight present with the size it needs. run opens this before it looks for
+// a GPU, so that a bad input gets the same answer on every machine.
+struct RunInput {
+  std::string source;  // the bundle folder or file, for messages
+  std::string name;    // the part, or the file's stem
+  std::vector<RunCandidate> candidates;  // one; or one per GPU target, in bundle.json's order
+};
+
+// `path` is a bundle folder, PROGRAM.pte[,DATA.ptd] or PROGRAM.bpte[,DATA.ptd]
+// (parse_program_argument) or a .pt2 package. options.gpu is not used.
+Result<RunInput> open_run_input(const std::string& path, const RunPartOptions& options);
+// What needs the GPU (options.gpu; without one the only variant, unchecked):
+// the per-target program and the library variant for it, then its kernels.
+Result<RunPart> choose_run_part(const RunInput& input, const RunPartOptions& options);
+// Both in one: for callers that know the GPU before they open the input.
 Result<RunPart> open_run_part(const std::string& path, const RunPartOptions& options);
 // A program already opened with its data (verify's subjects): nothing is
 // read again. `name` is the part's name for messages.
