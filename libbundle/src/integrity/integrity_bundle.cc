@@ -455,23 +455,10 @@ void check_bundle(const std::string& path, const IntegrityOptions& options, Chec
   }
   // One read of every file: the signature, bundle.json's digests and the
   // content-addressed keys all use these.
-  std::vector<std::string> signatures = find_signature_files(path);
-  std::optional<std::string> signature_name;
-  if (!signatures.empty()) {
-    const bool has_default = std::find(signatures.begin(), signatures.end(), kDefaultSignatureName) != signatures.end();
-    signature_name = has_default ? std::string(kDefaultSignatureName) : signatures.front();
-  }
-  FolderHashOptions hashing;
-  hashing.ignore = git_ignore_paths();
-  if (signature_name) hashing.ignore.push_back(*signature_name);
-  hashing.threads = options.threads;
-  // Sizes compared before anything is hashed: a file whose size is not what
-  // bundle.json records fails below without being read.
-  if (auto listed = read_manifest(path); listed.ok()) {
-    for (const ManifestPart& part : listed->parts)
-      for (const ManifestFile& file : part.files) hashing.expected_sizes[file.path] = file.size;
-  }
-  auto digests = hash_folder(path, hashing);
+  auto listed = read_manifest(path);
+  const detail::FolderReading reading = folder_reading(path, listed.ok() ? &*listed : nullptr, options.threads);
+  const std::optional<std::string>& signature_name = reading.signature_name;
+  auto digests = hash_folder(path, reading.hashing);
   if (!digests.ok()) {
     checks.fail(checks::kFile, path, digests.error().message);
     digests = FolderDigests{};

@@ -48,6 +48,16 @@ void check_bundled_program(const ProgramArgument& input, MappedFile file, CheckL
                            std::vector<VerifySubject>& subjects);
 void check_package(const std::string& path, CheckList& checks, std::vector<VerifySubject>& subjects);
 
+// How verify and merge's input check read a bundle folder, once for every
+// check: the signature file checked (bundle.sig where present, else the
+// first found) left out of the digests with git's paths, and the sizes
+// `manifest` records (when given) compared before anything is hashed.
+struct FolderReading {
+  std::optional<std::string> signature_name;
+  FolderHashOptions hashing;
+};
+FolderReading folder_reading(const std::string& dir, const Manifest* manifest, unsigned threads);
+
 // The signature (kSignature) and the files against it (kSignedFiles), then
 // the content-addressed keys (kContentKey), from the folder's digests.
 void check_signature(const std::string& dir, const std::optional<std::string>& signature_name, const FolderDigests& digests,

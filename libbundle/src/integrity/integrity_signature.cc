@@ -2,6 +2,7 @@
 // the keys given, then the folder holds exactly the files it lists, with the
 // digests it records. Then the keys ExecuTorch names by the SHA-256 of their
 // bytes. All from the digests computed once for the whole folder.
+#include <algorithm>
 #include <map>
 
 #include "integrity/integrity_internal.h"
@@ -159,6 +160,23 @@ void check_content_keys(const std::string& dir, const FolderDigests& digests, Ch
     checks.pass(checks::kContentKey, dir,
                 std::to_string(keys) + " content-addressed key(s) (<sha256>_so_blob, <sha256>_weights_blob): each names the SHA-256 of its bytes");
   }
+}
+
+FolderReading folder_reading(const std::string& dir, const Manifest* manifest, unsigned threads) {
+  FolderReading reading;
+  const std::vector<std::string> signatures = find_signature_files(dir);
+  if (!signatures.empty()) {
+    const bool has_default = std::find(signatures.begin(), signatures.end(), kDefaultSignatureName) != signatures.end();
+    reading.signature_name = has_default ? std::string(kDefaultSignatureName) : signatures.front();
+  }
+  reading.hashing.ignore = git_ignore_paths();
+  if (reading.signature_name) reading.hashing.ignore.push_back(*reading.signature_name);
+  reading.hashing.threads = threads;
+  if (manifest) {
+    for (const ManifestPart& part : manifest->parts)
+      for (const ManifestFile& file : part.files) reading.hashing.expected_sizes[file.path] = file.size;
+  }
+  return reading;
 }
 
 }  // namespace ptb::detail

@@ -33,20 +33,9 @@ Status first_failure(const CheckList& checks, const std::string& dir) {
 }  // namespace
 
 Status check_bundle_unchanged(const std::string& dir, const Manifest& manifest, const IntegrityOptions& options) {
-  std::vector<std::string> signatures = find_signature_files(dir);
-  std::optional<std::string> signature_name;
-  if (!signatures.empty()) {
-    const bool has_default = std::find(signatures.begin(), signatures.end(), kDefaultSignatureName) != signatures.end();
-    signature_name = has_default ? std::string(kDefaultSignatureName) : signatures.front();
-  }
-  FolderHashOptions hashing;
-  hashing.ignore = git_ignore_paths();
-  if (signature_name) hashing.ignore.push_back(*signature_name);
-  hashing.threads = options.threads;
-  // Sizes first: a file of the wrong size is refused without being read.
-  for (const ManifestPart& part : manifest.parts)
-    for (const ManifestFile& file : part.files) hashing.expected_sizes[file.path] = file.size;
-  PTB_TRY(FolderDigests digests, hash_folder(dir, hashing));
+  const detail::FolderReading reading = detail::folder_reading(dir, &manifest, options.threads);
+  const std::optional<std::string>& signature_name = reading.signature_name;
+  PTB_TRY(FolderDigests digests, hash_folder(dir, reading.hashing));
 
   CheckList checks;
   for (const ManifestPart& part : manifest.parts) {
