@@ -1,5 +1,7 @@
 #include "support.h"
 
+#include <doctest/doctest.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -7,6 +9,9 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+
+#include "ptbundle/bundle/manifest.h"
+#include "ptbundle/formats/segment_source.h"
 
 namespace ptb::test {
 
@@ -147,6 +152,33 @@ std::string schema_problem(const std::string& schema, const std::string& documen
   if (std::system(command.c_str()) == 0) return "";
   std::string problem = read_text(scratch / "problem");
   return problem.empty() ? "the validator failed" : problem;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+void flip_byte(const fs::path& path, uint64_t offset) {
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  file.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  file.read(&c, 1);
+  c = static_cast<char>(c ^ 0x5a);
+  file.seekp(static_cast<std::streamoff>(offset));
+  file.write(&c, 1);
+  REQUIRE(file.good());
+}
+
+void rewrite_manifest_digests(const fs::path& bundle) {
+  auto manifest = read_manifest(bundle.string());
+  REQUIRE(manifest.ok());
+  for (auto& part : manifest->parts) {
+    for (auto& file : part.files) {
+      auto digest = sha256_file_hex((bundle / file.path).string());
+      REQUIRE(digest.ok());
+      file.sha256 = *digest;
+      file.size = fs::file_size(bundle / file.path);
+    }
+  }
+  REQUIRE(write_manifest(bundle.string(), *manifest).ok());
 }
 
 }  // namespace ptb::test

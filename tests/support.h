@@ -56,6 +56,12 @@ bool have_jsonschema();
 // otherwise the validator's message.
 std::string schema_problem(const std::string& schema, const std::string& document);
 std::string quote(const fs::path& path);
+bool contains(const std::string& text, const std::string& part);
+// The byte at `offset` XORed with 0x5a, in place; REQUIREs the write.
+void flip_byte(const fs::path& path, uint64_t offset);
+// bundle.json's digests and sizes made to match the files as they are now:
+// what an attacker who changed a file would do.
+void rewrite_manifest_digests(const fs::path& bundle);
 
 }  // namespace ptb::test
 

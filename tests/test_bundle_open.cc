@@ -19,6 +19,7 @@
 
 using namespace ptb;
 using ptb::test::fixture;
+using ptb::test::contains;
 using ptb::test::quote;
 using ptb::test::run_cli;
 using ptb::test::TempDir;
@@ -26,7 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // A bundle of one part, "enc", exported from a real CUDA export.
 void export_bundle(const fs::path& bundle, const std::string& program) {
@@ -72,7 +72,7 @@ TEST_CASE("bundle open: file kinds are told by bytes, the same for every command
   CHECK(*kind_of(fixture("aoti/mlp_et.pt2")) == FileKind::Pt2);
   auto npy = kind_of(fixture("aoti/mlp_et.in0.npy"));
   REQUIRE_FALSE(npy.ok());
-  CHECK(has(npy.error().message, "not a .pte, .ptd, .bpte or .pt2 file"));
+  CHECK(contains(npy.error().message, "not a .pte, .ptd, .bpte or .pt2 file"));
 
   // A program under another name is still a program.
   TempDir dir;
@@ -83,7 +83,7 @@ TEST_CASE("bundle open: file kinds are told by bytes, the same for every command
   auto input = open_input_path(dir.path().string());
   REQUIRE_FALSE(input.ok());
   CHECK(input.error().kind == ErrorKind::Invalid);
-  CHECK(has(input.error().message, "folder without bundle.json"));
+  CHECK(contains(input.error().message, "folder without bundle.json"));
 }
 
 TEST_CASE("bundle open: a part's files are opened inside the folder and read through the checked descriptor") {
@@ -117,12 +117,12 @@ TEST_CASE("bundle open: a part's files are opened inside the folder and read thr
   CHECK(std::equal(before.begin(), before.end(), after.begin(), after.end()));
   auto again = opened->open_part("enc");
   REQUIRE_FALSE(again.ok());
-  CHECK(has(again.error().message, (bundle / "enc.ptd").string() + ": is a symbolic link"));
+  CHECK(contains(again.error().message, (bundle / "enc.ptd").string() + ": is a symbolic link"));
 
   auto unknown = opened->open_part("dec");
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.error().kind == ErrorKind::Usage);
-  CHECK(has(unknown.error().message, "no part 'dec'; the bundle has parts enc"));
+  CHECK(contains(unknown.error().message, "no part 'dec'; the bundle has parts enc"));
 }
 
 TEST_CASE("bundle open: run, verify, inspect and merge give each bad bundle the same verdict") {
@@ -187,10 +187,10 @@ TEST_CASE("bundle open: run, verify, inspect and merge give each bad bundle the 
       // A good bundle gets as far as this machine allows.
       if (!kRunnerBuilt) {
         CHECK(ran.exit_code == 2);
-        CHECK(has(ran.err, runner_unavailable_reason()));
+        CHECK(contains(ran.err, runner_unavailable_reason()));
       } else if (no_gpu) {
         CHECK(ran.exit_code == 1);
-        CHECK_MESSAGE(has(ran.err, "no CUDA GPU"), ran.err);
+        CHECK_MESSAGE(contains(ran.err, "no CUDA GPU"), ran.err);
       }
       continue;
     }
@@ -198,11 +198,11 @@ TEST_CASE("bundle open: run, verify, inspect and merge give each bad bundle the 
              {"run", &ran}, {"verify", &verified}, {"inspect", &inspected}, {"merge", &merged_result}}) {
       CAPTURE(command);
       CHECK(result->exit_code == 1);
-      CHECK_MESSAGE(has(result->out + result->err, row.cause), (result->out + result->err));
+      CHECK_MESSAGE(contains(result->out + result->err, row.cause), (result->out + result->err));
     }
     // The input's verdict comes before any question about the machine.
-    CHECK_FALSE(has(ran.err, "no CUDA GPU"));
-    CHECK_FALSE(has(ran.err, "needs the CUDA toolkit"));
+    CHECK_FALSE(contains(ran.err, "no CUDA GPU"));
+    CHECK_FALSE(contains(ran.err, "needs the CUDA toolkit"));
     CHECK_FALSE(fs::exists(mergeout));
   }
 }
@@ -215,6 +215,6 @@ TEST_CASE("bundle open: a .bpte on its own is read by run as by verify and inspe
   // Its program is opened and judged: a portable program, which run cannot run.
   auto ran = run_cli("run " + bpte + " --iterations 0");
   CHECK(ran.exit_code == 1);
-  CHECK_MESSAGE(has(ran.err, "has no CudaBackend delegate"), ran.err);
-  CHECK_FALSE(has(ran.err, "no CUDA GPU"));
+  CHECK_MESSAGE(contains(ran.err, "has no CudaBackend delegate"), ran.err);
+  CHECK_FALSE(contains(ran.err, "no CUDA GPU"));
 }

@@ -11,6 +11,7 @@
 
 #include "support.h"
 
+using ptb::test::contains;
 using ptb::test::quote;
 using ptb::test::TempDir;
 namespace fs = std::filesystem;
@@ -32,7 +33,6 @@ Child run_self(const std::string& env, const std::string& filter, const TempDir&
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, ptb::test::read_text(log)};
 }
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -41,7 +41,7 @@ TEST_CASE("can fail: fixtures named by PTB_FIXTURES but absent fail the tests th
   const std::string missing = (scratch / "no-fixtures").string();
   auto child = run_self("PTB_FIXTURES=" + quote(missing), "bundle open: file kinds*", scratch);
   CHECK_MESSAGE(child.exit_code != 0, child.output);
-  CHECK_MESSAGE(has(child.output, "PTB_FIXTURES=" + missing + " is not a folder"), child.output);
+  CHECK_MESSAGE(contains(child.output, "PTB_FIXTURES=" + missing + " is not a folder"), child.output);
 }
 
 TEST_CASE("can fail: without the JSON Schema checker, schema checks fail in CI and say they skipped elsewhere") {
@@ -54,10 +54,10 @@ TEST_CASE("can fail: without the JSON Schema checker, schema checks fail in CI a
 
   auto in_ci = run_self("CI=1 " + hidden, test, scratch);
   CHECK_MESSAGE(in_ci.exit_code != 0, in_ci.output);
-  CHECK_MESSAGE(has(in_ci.output, "the JSON Schema check cannot run: python3 cannot import jsonschema"), in_ci.output);
+  CHECK_MESSAGE(contains(in_ci.output, "the JSON Schema check cannot run: python3 cannot import jsonschema"), in_ci.output);
 
   auto here = run_self("-u CI " + hidden, test, scratch);
   CHECK_MESSAGE(here.exit_code == 0, here.output);
-  CHECK_MESSAGE(has(here.output, "SKIPPED"), here.output);
-  CHECK_MESSAGE(has(here.output, "install python3-jsonschema"), here.output);
+  CHECK_MESSAGE(contains(here.output, "SKIPPED"), here.output);
+  CHECK_MESSAGE(contains(here.output, "install python3-jsonschema"), here.output);
 }

@@ -12,11 +12,11 @@
 namespace {
 
 using nlohmann::ordered_json;
+using ptb::test::contains;
 using ptb::test::quote;
 using ptb::test::run_cli;
 using ptb::test::TempDir;
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Parses stdout as exactly one document (parse() rejects anything after it)
 // and checks the envelope every document carries.

@@ -10,6 +10,8 @@
 using namespace ptb;
 using namespace ptb::test;
 
+using ptb::test::contains;
+
 namespace {
 
 KernelImage cubin(uint32_t sm, ArchVariant variant = ArchVariant::Plain) {
@@ -40,7 +42,6 @@ bool runs(const KernelImage& image, const char* on, uint32_t driver = kCuda13) {
   return judge_image(image, gpu(on), driver).runs;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 

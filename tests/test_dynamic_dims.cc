@@ -17,6 +17,7 @@
 #include "support.h"
 
 using namespace ptb;
+using ptb::test::contains;
 using ptb::test::quote;
 using ptb::test::run_cli;
 using ptb::test::TempDir;
@@ -25,7 +26,6 @@ namespace {
 
 const std::filesystem::path kPackages = std::filesystem::path(__FILE__).parent_path() / "packages";
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 AotiInputBounds bounds_of(const std::string& text) {
   return read_aoti_input_bounds(Bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size()));

@@ -20,6 +20,7 @@
 
 using namespace ptb;
 using ptb::test::fixture;
+using ptb::test::contains;
 using ptb::test::quote;
 using ptb::test::TempDir;
 namespace fs = std::filesystem;
@@ -74,7 +75,6 @@ std::string spec_value(const DelegateInfo& delegate, const char* key) {
   return spec ? std::string(spec->value.begin(), spec->value.end()) : std::string("<absent>");
 }
 
-bool mentions(const std::string& text, const std::string& part_text) { return text.find(part_text) != std::string::npos; }
 
 bool have_flatc() { return std::system("command -v flatc >/dev/null 2>&1") == 0; }
 
@@ -330,7 +330,7 @@ TEST_CASE("export: an example for an ExecuTorch program becomes its test case") 
   request.example->outputs.push_back((dir / "out.npy").string());
   auto refused = run_export(dir / "c", {request});
   REQUIRE_FALSE(refused.ok());
-  CHECK(mentions(refused.error().message, "2 output file(s); method forward has 1 output(s)"));
+  CHECK(contains(refused.error().message, "2 output file(s); method forward has 1 output(s)"));
   CHECK_FALSE(fs::exists(dir / "c"));
 }
 
@@ -354,7 +354,7 @@ TEST_CASE("export: refusals name the problem and leave nothing behind") {
     auto before = listing(bundle);
     auto result = run_export(bundle, std::move(parts));
     REQUIRE_FALSE(result.ok());
-    CHECK_MESSAGE(mentions(result.error().message, text), result.error().message);
+    CHECK_MESSAGE(contains(result.error().message, text), result.error().message);
     CHECK(listing(bundle) == before);
     return result.error();
   };
@@ -363,10 +363,10 @@ TEST_CASE("export: refusals name the problem and leave nothing behind") {
     PartRequest request = aoti_part("mlp", "mlp_et");
     request.program = fixture("aoti/mlp_sm90.pt2").string();
     auto error = expect_refusal({request}, "its weights are compiled into the library");
-    CHECK(mentions(error.message, "its kernels are separate files"));
-    CHECK(mentions(error.message, "\"aot_inductor.embed_kernel_binary\": True"));
-    CHECK(mentions(error.message, "\"aot_inductor.package_constants_in_so\": False"));
-    CHECK(mentions(error.message, "\"aot_inductor.package_constants_on_disk_format\": \"binary_blob\""));
+    CHECK(contains(error.message, "its kernels are separate files"));
+    CHECK(contains(error.message, "\"aot_inductor.embed_kernel_binary\": True"));
+    CHECK(contains(error.message, "\"aot_inductor.package_constants_in_so\": False"));
+    CHECK(contains(error.message, "\"aot_inductor.package_constants_on_disk_format\": \"binary_blob\""));
   }
   SUBCASE("a package without an example") {
     auto error = expect_refusal({part("mlp", fixture("aoti/mlp_et.pt2"))}, "needs --example mlp=");
@@ -476,7 +476,7 @@ TEST_CASE("export: stray files of a new part's name are refused without --force"
   REQUIRE(write_file_atomically((dir / "enc.ptd").string(), std::string("old")).ok());
   auto refused = run_export(dir.path(), {part("enc", fixture("cuda/sm80/model.pte"))});
   REQUIRE_FALSE(refused.ok());
-  CHECK(mentions(refused.error().message, "enc.ptd exists but bundle.json does not list it"));
+  CHECK(contains(refused.error().message, "enc.ptd exists but bundle.json does not list it"));
   CHECK(ptb::test::read_text(dir / "enc.ptd") == "old");
   REQUIRE(run_export(dir.path(), {part("enc", fixture("cuda/sm80/model.pte"))}, true).ok());
   CHECK(file_sha(dir / "enc.ptd") == kSm80WeightsSha);
@@ -517,8 +517,8 @@ TEST_CASE("export CLI: summary, --json, exit codes") {
   auto bundle = dir / "bundle";
   auto text = ptb::test::run_cli("export -o " + quote(bundle) + " --part enc=" + quote(fixture("cuda/sm80/model.pte")));
   CHECK_MESSAGE(text.exit_code == 0, text.err);
-  CHECK(mentions(text.out, "exported 1 part into"));
-  CHECK(mentions(text.out, "enc.ptd 8.6 KiB"));
+  CHECK(contains(text.out, "exported 1 part into"));
+  CHECK(contains(text.out, "enc.ptd 8.6 KiB"));
 
   auto json = ptb::test::run_cli("export -o " + quote(bundle) + " --json --part mlp=" + quote(fixture("aoti/mlp_et.pt2")) +
                                  " --example mlp=" + quote(fixture("aoti/mlp_et.in0.npy")) + ":" +
@@ -535,7 +535,7 @@ TEST_CASE("export CLI: summary, --json, exit codes") {
   CHECK(manifest->find_part("mlp")->testcase->atol == doctest::Approx(0.01));
   REQUIRE(manifest->find_part("mlp")->testcase->output_checks.size() == 1);
   CHECK(manifest->find_part("mlp")->testcase->output_checks[0].atol == doctest::Approx(0.01));
-  CHECK(mentions(manifest->find_part("mlp")->testcase->output_checks[0].rule, "--atol/--rtol given to export"));
+  CHECK(contains(manifest->find_part("mlp")->testcase->output_checks[0].rule, "--atol/--rtol given to export"));
 
   // Without --atol/--rtol: the output's own, from its dtype and magnitude
   // (results/tolerance.h), the same function run --expect uses.
@@ -552,21 +552,21 @@ TEST_CASE("export CLI: summary, --json, exit codes") {
   Tolerance rule = output_tolerance({out0->header().scalar_type, out0->header().shape, out0->data()});
   CHECK(t.output_checks[0].atol == rule.atol);
   CHECK(t.output_checks[0].rtol == rule.rtol);
-  CHECK(mentions(t.output_checks[0].rule, "float32: 2048 ulp at max |expected|"));
+  CHECK(contains(t.output_checks[0].rule, "float32: 2048 ulp at max |expected|"));
   CHECK(t.atol == rule.atol);
 
   auto again = ptb::test::run_cli("export -o " + quote(bundle) + " --part enc=" + quote(fixture("cuda/sm80/model.pte")));
   CHECK(again.exit_code == 2);
-  CHECK(mentions(again.err, "ptbundle: error: "));
-  CHECK(mentions(again.err, "use --force"));
+  CHECK(contains(again.err, "ptbundle: error: "));
+  CHECK(contains(again.err, "use --force"));
   auto bad_name = ptb::test::run_cli("export -o " + quote(bundle) + " --part 'a/b=" + fixture("cuda/sm80/model.pte").string() + "'");
   CHECK(bad_name.exit_code == 1);
-  CHECK(mentions(bad_name.err, "contains '/'"));
+  CHECK(contains(bad_name.err, "contains '/'"));
   auto missing = ptb::test::run_cli("export -o " + quote(bundle) + " --part x=" + quote(dir / "nope.pte"));
   CHECK(missing.exit_code == 3);
   auto stray_example = ptb::test::run_cli("export -o " + quote(bundle) + " --part x=a.pte --example y=a.npy:b.npy");
   CHECK(stray_example.exit_code == 2);
-  CHECK(mentions(stray_example.err, "--example y: no --part of that name"));
+  CHECK(contains(stray_example.err, "--example y: no --part of that name"));
 }
 
 TEST_CASE("export: inspect and verify read the bundle it writes") {
@@ -576,12 +576,12 @@ TEST_CASE("export: inspect and verify read the bundle it writes") {
   REQUIRE(run_export(bundle, {part("encoder", fixture("cuda/sm80/model.pte")), aoti_part("mlp", "mlp_et")}).ok());
   auto inspect = ptb::test::run_cli("inspect " + quote(bundle));
   CHECK_MESSAGE(inspect.exit_code == 0, inspect.err);
-  CHECK(mentions(inspect.out, "Part encoder"));
-  CHECK(mentions(inspect.out, "Part mlp"));
-  CHECK(mentions(inspect.out, "data_name"));
+  CHECK(contains(inspect.out, "Part encoder"));
+  CHECK(contains(inspect.out, "Part mlp"));
+  CHECK(contains(inspect.out, "data_name"));
   // The parts were built for different GPUs (sm_80 and sm_90a), so no single
   // GPU runs both: this checks integrity only; compatibility has its own tests.
   auto verify = ptb::test::run_cli("verify --gpu none " + quote(bundle));
   CHECK_MESSAGE(verify.exit_code == 0, (verify.out + verify.err));
-  CHECK(mentions(verify.out + verify.err, "0 failed"));
+  CHECK(contains(verify.out + verify.err, "0 failed"));
 }

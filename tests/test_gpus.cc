@@ -14,9 +14,10 @@
 using namespace ptb;
 using namespace ptb::test;
 
+using ptb::test::contains;
+
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // The CUDA toolkit's stub driver: it exports the whole driver API and refuses
 // to start, as a machine with the toolkit but no driver does.

@@ -11,6 +11,8 @@ using namespace ptb;
 using namespace ptb::test;
 using nlohmann::json;
 
+using ptb::test::contains;
+
 namespace {
 
 json inspect_json(const std::string& args, int expected_exit = 0) {
@@ -21,7 +23,6 @@ json inspect_json(const std::string& args, int expected_exit = 0) {
 
 std::vector<std::string> strings(const json& array) { return array.get<std::vector<std::string>>(); }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 

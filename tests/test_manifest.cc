@@ -7,6 +7,8 @@
 using namespace ptb;
 using ptb::test::TempDir;
 
+using ptb::test::contains;
+
 namespace {
 
 const std::string kHash = std::string(64, 'a');
@@ -45,7 +47,6 @@ std::string refusal(const Json& json) {
   return result.ok() ? std::string() : result.error().message;
 }
 
-bool mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -96,36 +97,36 @@ TEST_CASE("manifest: a hand-edited manifest cannot point outside the bundle") {
 
   Json j = good;
   j["parts"][0]["files"][0]["path"] = "../../etc/passwd";
-  CHECK(mentions(refusal(j), "b/bundle.json: parts[0].files[0].path: is \"../../etc/passwd\"; expected \"encoder.pte\""));
+  CHECK(contains(refusal(j), "b/bundle.json: parts[0].files[0].path: is \"../../etc/passwd\"; expected \"encoder.pte\""));
   j = good;
   j["parts"][0]["files"][1]["path"] = "/tmp/encoder.ptd";
-  CHECK(mentions(refusal(j), "expected \"encoder.ptd\""));
+  CHECK(contains(refusal(j), "expected \"encoder.ptd\""));
   j = good;
   j["parts"][0]["name"] = "../encoder";
-  CHECK(mentions(refusal(j), "parts[0].name: part name \"../encoder\" contains '/'"));
+  CHECK(contains(refusal(j), "parts[0].name: part name \"../encoder\" contains '/'"));
   j = good;
   j["parts"][0]["name"] = "nul";
-  CHECK(mentions(refusal(j), "Windows device name"));
+  CHECK(contains(refusal(j), "Windows device name"));
   j = good;
   j["parts"][0]["data_name"] = "other";
-  CHECK(mentions(refusal(j), "parts[0].data_name: expected \"encoder\""));
+  CHECK(contains(refusal(j), "parts[0].data_name: expected \"encoder\""));
   j = good;
   j["parts"][0]["methods"][0]["delegates"][0]["data_name"] = "../x";
-  CHECK(mentions(refusal(j), "delegates[0].data_name: part name \"../x\" contains '/'"));
+  CHECK(contains(refusal(j), "delegates[0].data_name: part name \"../x\" contains '/'"));
   j = good;
   j["parts"][0]["methods"][0]["delegates"][0]["data_name"] = "head";
-  CHECK(mentions(refusal(j), "is \"head\"; expected \"encoder\", the part's name"));
+  CHECK(contains(refusal(j), "is \"head\"; expected \"encoder\", the part's name"));
   j = good;
   j["parts"][0]["testcase"]["path"] = "testcases/../../x.ptd";
-  CHECK(mentions(refusal(j), "parts[0].testcase.path"));
+  CHECK(contains(refusal(j), "parts[0].testcase.path"));
   j = good;
   j["parts"][1]["name"] = "Encoder";
   j["parts"][1]["files"][0]["path"] = "Encoder.pte";
-  CHECK(mentions(refusal(j), "\"encoder\" and \"Encoder\" differ only in case"));
+  CHECK(contains(refusal(j), "\"encoder\" and \"Encoder\" differ only in case"));
   // Found by scripts/fuzz: a control byte in a name stays escaped, so the error stays one line.
   j = good;
   j["parts"][0]["name"] = "\ncoder";
-  CHECK(mentions(refusal(j), "parts[0].name: part name \"\\x0acoder\" contains byte 0x0a at position 0"));
+  CHECK(contains(refusal(j), "parts[0].name: part name \"\\x0acoder\" contains byte 0x0a at position 0"));
   CHECK(refusal(j).find('\n') == std::string::npos);
 }
 
@@ -133,54 +134,54 @@ TEST_CASE("manifest: every field is type-checked") {
   Json good = manifest_to_json(sample());
   Json j = good;
   j["format_version"] = 2;
-  CHECK(mentions(refusal(j), "format_version: 2 is not supported; expected 1 (written by a newer ptbundle)"));
+  CHECK(contains(refusal(j), "format_version: 2 is not supported; expected 1 (written by a newer ptbundle)"));
   j = good;
   j["format_version"] = "1";
-  CHECK(mentions(refusal(j), "format_version: is a string; expected an integer >= 0"));
+  CHECK(contains(refusal(j), "format_version: is a string; expected an integer >= 0"));
   j = good;
   j["surprise"] = true;
-  CHECK(mentions(refusal(j), "top level: has the unknown key \"surprise\""));
+  CHECK(contains(refusal(j), "top level: has the unknown key \"surprise\""));
   j = good;
   j["created"] = "yesterday";
-  CHECK(mentions(refusal(j), "created: is \"yesterday\"; expected a UTC time"));
+  CHECK(contains(refusal(j), "created: is \"yesterday\"; expected a UTC time"));
   j = good;
   j["parts"][0]["files"][0]["sha256"] = std::string(64, 'A');
-  CHECK(mentions(refusal(j), "files[0].sha256: expected 64 lowercase hexadecimal digits"));
+  CHECK(contains(refusal(j), "files[0].sha256: expected 64 lowercase hexadecimal digits"));
   j = good;
   j["parts"][0]["files"][0]["size"] = -1;
-  CHECK(mentions(refusal(j), "files[0].size: is a number; expected an integer >= 0"));
+  CHECK(contains(refusal(j), "files[0].size: is a number; expected an integer >= 0"));
   j = good;
   j["parts"][0]["files"].erase(0);
-  CHECK(mentions(refusal(j), "parts[0].files: has no program file"));
+  CHECK(contains(refusal(j), "parts[0].files: has no program file"));
   j = good;
   j["parts"][0]["files"].push_back(good["parts"][0]["files"][1]);
-  CHECK(mentions(refusal(j), "parts[0].files[3]: is a second data file"));
+  CHECK(contains(refusal(j), "parts[0].files[3]: is a second data file"));
   j = good;
   j["parts"][0]["methods"][0]["inputs"][0]["dtype"] = "float33";
-  CHECK(mentions(refusal(j), "inputs[0].dtype: \"float33\" is not a dtype"));
+  CHECK(contains(refusal(j), "inputs[0].dtype: \"float33\" is not a dtype"));
   j = good;
   j["parts"][0]["methods"][0]["inputs"][0]["shape"] = Json::array({4, -1});
-  CHECK(mentions(refusal(j), "inputs[0].shape[1]: expected an integer >= 0"));
+  CHECK(contains(refusal(j), "inputs[0].shape[1]: expected an integer >= 0"));
   j = good;
   j["parts"][0]["cuda"]["kernel_targets"][0]["kind"] = "sass";
-  CHECK(mentions(refusal(j), "kernel_targets[0].kind: is \"sass\""));
+  CHECK(contains(refusal(j), "kernel_targets[0].kind: is \"sass\""));
   j = good;
   j["parts"][0]["testcase"]["atol"] = -1;
-  CHECK(mentions(refusal(j), "testcase.atol: is negative"));
+  CHECK(contains(refusal(j), "testcase.atol: is negative"));
   j = good;
   j["parts"][0]["testcase"] = nullptr;
-  CHECK(mentions(refusal(j), "parts[0].testcase: is null but the part lists a testcase file"));
+  CHECK(contains(refusal(j), "parts[0].testcase: is null but the part lists a testcase file"));
   j = good;
   j["parts"][0]["testcase"]["output_checks"] = Json::array({{{"atol", 1e-3}, {"rtol", 0}, {"rule", "x"}}, {{"atol", 1}, {"rtol", 0}, {"rule", "y"}}});
-  CHECK(mentions(refusal(j), "testcase.output_checks: has 2 entries; expected one per output (1)"));
+  CHECK(contains(refusal(j), "testcase.output_checks: has 2 entries; expected one per output (1)"));
   j["parts"][0]["testcase"]["output_checks"] = Json::array({{{"atol", -1}, {"rtol", 0}, {"rule", "x"}}});
-  CHECK(mentions(refusal(j), "output_checks[0].atol: is negative"));
+  CHECK(contains(refusal(j), "output_checks[0].atol: is negative"));
   j["parts"][0]["testcase"]["output_checks"] = Json::array({{{"atol", 1}, {"rtol", 0}}});
-  CHECK(mentions(refusal(j), "output_checks[0]: lacks the key \"rule\""));
+  CHECK(contains(refusal(j), "output_checks[0]: lacks the key \"rule\""));
   j = good;
   j["parts"][1]["source"]["kind"] = "onnx";
-  CHECK(mentions(refusal(j), "parts[1].source.kind: is \"onnx\""));
-  CHECK(mentions(parse_manifest("{not json", "x/bundle.json").error().message, "x/bundle.json: not valid JSON"));
+  CHECK(contains(refusal(j), "parts[1].source.kind: is \"onnx\""));
+  CHECK(contains(parse_manifest("{not json", "x/bundle.json").error().message, "x/bundle.json: not valid JSON"));
 }
 
 TEST_CASE("manifest: what we write passes the published JSON Schema") {

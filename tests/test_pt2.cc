@@ -166,15 +166,7 @@ TEST_CASE("pt2: limits, unknown entries and bad archives fail cleanly") {
     auto copy = dir / "corrupt.pt2";
     std::filesystem::copy_file(source, copy);
     std::filesystem::permissions(copy, std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
-    {
-      std::fstream f(copy, std::ios::in | std::ios::out | std::ios::binary);
-      f.seekp(1000000);  // inside the 2.3 MB .wrapper.so, the largest entry
-      char c = 0;
-      f.read(&c, 1);
-      f.seekp(1000000);
-      c = static_cast<char>(c ^ 0x5a);
-      f.write(&c, 1);
-    }
+    ptb::test::flip_byte(copy, 1000000);  // inside the 2.3 MB .wrapper.so, the largest entry
     auto opened = Pt2Package::open(copy.string());
     REQUIRE_MESSAGE(opened.ok(), opened.error().message);
     auto bytes = opened->read_entry(kEtStem + ".so", kNoLimit);

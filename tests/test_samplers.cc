@@ -24,13 +24,13 @@
 
 using namespace ptb;
 using ptb::test::fixture;
+using ptb::test::contains;
 using ptb::test::quote;
 using ptb::test::run_cli;
 using ptb::test::TempDir;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 std::string example_inputs_only() {
   return " --part mlp=" + quote(fixture("aoti/mlp_et.pt2")) + " --example mlp=" + quote(fixture("aoti/mlp_et.in0.npy")) + ":";

@@ -29,6 +29,9 @@
 
 using namespace ptb;
 using ptb::test::fixture;
+using ptb::test::contains;
+using ptb::test::flip_byte;
+using ptb::test::rewrite_manifest_digests;
 using ptb::test::quote;
 using ptb::test::schema_problem;
 using ptb::test::run_cli;
@@ -37,7 +40,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Keys made with OpenSSL's own API (not ptbundle's loader): "EC" with a
 // curve, "RSA", "ED25519". With a password, the PEM is encrypted (AES-256).
@@ -119,32 +121,6 @@ const CheckOutcome* outcome(const VerifyReport& report, const std::string& check
     if (o.check == check && o.status == status) return &o;
   }
   return nullptr;
-}
-
-// bundle.json rewritten to match the files as they are now: what an attacker
-// who changes a weight would do, and what the manifest alone cannot catch.
-void rewrite_manifest(const fs::path& bundle) {
-  auto manifest = read_manifest(bundle.string());
-  REQUIRE(manifest.ok());
-  for (auto& part : manifest->parts) {
-    for (auto& file : part.files) {
-      auto digest = sha256_file_hex((bundle / file.path).string());
-      REQUIRE(digest.ok());
-      file.sha256 = *digest;
-      file.size = fs::file_size(bundle / file.path);
-    }
-  }
-  REQUIRE(write_manifest(bundle.string(), *manifest).ok());
-}
-
-void flip_byte(const fs::path& path, uint64_t offset) {
-  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
-  file.seekg(static_cast<std::streamoff>(offset));
-  char c = 0;
-  file.read(&c, 1);
-  c = static_cast<char>(c ^ 0x5a);
-  file.seekp(static_cast<std::streamoff>(offset));
-  file.write(&c, 1);
 }
 
 std::string read_file(const fs::path& path) { return ptb::test::read_text(path); }
@@ -334,7 +310,7 @@ TEST_CASE("sign: each tampering is refused, naming the file") {
     REQUIRE(ptd.ok());
     const uint64_t at = ptd->entries().front().file_offset;
     flip_byte(dir / "encoder.ptd", at);
-    rewrite_manifest(dir.path());
+    rewrite_manifest_digests(dir.path());
     // The manifest alone is satisfied; only the signature catches it.
     VerifyReport unkeyed = verify(dir.path());
     CHECK_MESSAGE(!unkeyed.checks.failed(), failures(unkeyed));
@@ -390,7 +366,7 @@ TEST_CASE("sign: each tampering is refused, naming the file") {
     auto keys_in = content_keys_of((dir / "encoder.pte").string());
     REQUIRE(keys_in.size() == 1);
     flip_byte(dir / "encoder.pte", keys_in[0].offset + keys_in[0].size / 2);
-    rewrite_manifest(dir.path());
+    rewrite_manifest_digests(dir.path());
     VerifyReport report = verify(dir.path());
     const CheckOutcome* failed = outcome(report, checks::kContentKey, CheckStatus::Fail);
     REQUIRE_MESSAGE(failed, failures(report));

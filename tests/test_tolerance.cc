@@ -10,6 +10,8 @@
 
 using namespace ptb;
 
+using ptb::test::contains;
+
 namespace {
 
 constexpr int8_t kHalf = 5, kFloat = 6, kDouble = 7, kLong = 4, kInt = 3, kBool = 11, kBFloat16 = 15;
@@ -27,7 +29,6 @@ TensorBytes view(int8_t type, std::vector<uint64_t> shape, const std::vector<uin
   return {type, std::move(shape), Bytes(data.data(), data.size())};
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 ComparisonStats compare_floats(const std::vector<float>& got, const std::vector<float>& want, Tolerance tolerance) {
   auto got_bytes = bytes_of(got);

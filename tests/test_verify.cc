@@ -25,6 +25,7 @@
 
 using namespace ptb;
 using ptb::test::fixture;
+using ptb::test::contains;
 using ptb::test::quote;
 using ptb::test::run_cli;
 using ptb::test::TempDir;
@@ -52,7 +53,6 @@ std::vector<CheckOutcome> with_status(const VerifyReport& report, CheckStatus st
   return out;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // The one outcome of `check` whose subject or message mentions `text`.
 const CheckOutcome* find_outcome(const VerifyReport& report, const std::string& check, const std::string& text) {

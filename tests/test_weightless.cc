@@ -19,6 +19,7 @@
 
 using namespace ptb;
 using ptb::test::fixture;
+using ptb::test::contains;
 using ptb::test::quote;
 using ptb::test::run_cli;
 using ptb::test::TempDir;
@@ -26,7 +27,6 @@ using ptb::test::ZipEntry;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // mlp_et.pt2 as a program without weights: the wrapper's constructor
 // declares 0 constants and lists none, and the blob is empty (or absent).
