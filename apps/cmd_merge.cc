@@ -118,6 +118,12 @@ int run_file_merge(const MergeOptions& options, Output& out) {
   request.output_pte = options.output;
   request.output_ptd = options.output_data;
   request.threads = options.threads;
+  // Said even when this merge then fails: the earlier one's pair is whole again.
+  if (!request.output_pte.empty()) {
+    auto finished = finish_interrupted_merge(request.output_pte);
+    if (!finished) return out.fail(finished.error());
+    if (!finished->empty()) std::fprintf(stderr, "ptbundle: %s\n", printable(*finished).c_str());
+  }
   auto result = merge_programs(request);
   if (!result) return out.fail(result.error());
   report_removed_signatures(result->removed_signatures);

@@ -694,6 +694,63 @@ TEST_CASE("hostile: merge -o m.pte --output-data m.ptd interrupted between the t
   }
 }
 
+TEST_CASE("hostile: merge -o m.pte --output-data m.ptd killed between the two renames is named by verify and finished by the next merge") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto input = [](const std::string& folder) {
+    fs::path path = fixture("cuda/" + folder);
+    return (path / "model.pte").string() + "," + (path / "aoti_cuda_blob.ptd").string();
+  };
+  const fs::path pte = dir / "m.pte", ptd = dir / "m.ptd", journal = dir / ".m.pte.ptbundle-pair";
+  std::vector<std::string> merge{"merge", "-o", pte.string(), "--output-data", ptd.string(), input("sm80"), input("sm90")};
+  REQUIRE(run(merge).exit_code == 0);
+  const auto clean_pte = ptb::test::read_bytes(pte);
+  const auto clean_ptd = ptb::test::read_bytes(ptd);
+  auto kill_between_renames = [&] {
+    // An older, valid pair in place first: one export's program and data.
+    fs::copy_file(fixture("cuda/sm80/model.pte"), pte, fs::copy_options::overwrite_existing);
+    fs::copy_file(fixture("cuda/sm80/aoti_cuda_blob.ptd"), ptd, fs::copy_options::overwrite_existing);
+    fs::permissions(pte, fs::perms::owner_write, fs::perm_options::add);
+    fs::permissions(ptd, fs::perms::owner_write, fs::perm_options::add);
+    auto killed = run(merge, {{"PTB_TEST_KILL_AT", "merge-pair"}});
+    REQUIRE(killed.exit_code == 128 + SIGKILL);
+    REQUIRE(fs::exists(journal));
+    CHECK(ptb::test::read_bytes(ptd) == clean_ptd);   // the data file was renamed
+    CHECK(ptb::test::read_bytes(pte) != clean_pte);   // the program was not
+  };
+
+  SUBCASE("verify names the interrupted merge") {
+    kill_between_renames();
+    auto verified = run({"verify", pte.string() + "," + ptd.string(), "--gpu", "none"});
+    CHECK(verified.exit_code == 1);
+    CHECK(contains(verified.out, "a merge was interrupted between writing " + ptd.string()));
+    CHECK(contains(verified.out, journal.string()));
+  }
+  SUBCASE("the next merge finishes it first, even when that merge fails") {
+    kill_between_renames();
+    std::vector<std::string> failing = merge;
+    write_text(dir / "junk.pte", "not a program");
+    write_text(dir / "junk.ptd", "not data");
+    failing.back() = (dir / "junk.pte").string() + "," + (dir / "junk.ptd").string();
+    auto failed = run(failing);
+    CHECK(failed.exit_code != 0);
+    CHECK(contains(failed.err, "finished an interrupted merge: " + pte.string() + " now matches " + ptd.string()));
+    CHECK(ptb::test::read_bytes(pte) == clean_pte);
+    CHECK(ptb::test::read_bytes(ptd) == clean_ptd);
+    CHECK_FALSE(fs::exists(journal));
+    CHECK_FALSE(any_temporary(dir.path()));
+    CHECK(run({"verify", pte.string() + "," + ptd.string(), "--gpu", "none"}).exit_code == 0);
+  }
+  SUBCASE("a journal ptbundle did not write is refused, naming it, and renames nothing") {
+    write_text(journal, "ptbundle merge pair 1\nprogram ../../etc/passwd\ndata x\n");
+    auto refused = run(merge);
+    CHECK(refused.exit_code != 0);
+    CHECK(contains(refused.err, journal.string()));
+    CHECK(contains(refused.err, "not a merge journal ptbundle wrote"));
+    CHECK(ptb::test::read_bytes(pte) == clean_pte);
+  }
+}
+
 TEST_CASE("hostile: with stdout closed, export, sign and merge refuse before changing anything") {
   PTB_REQUIRE_FIXTURES();
   TempDir dir;

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "integrity/integrity_internal.h"
+#include "merge/merge_pair.h"
 #include "ptbundle/bundle/bundle.h"
 #include "ptbundle/program/program_argument.h"
 
@@ -73,6 +74,15 @@ void check_lone_program(const ProgramArgument& input, std::shared_ptr<const Mapp
   }
   auto pte = std::make_shared<const PteFile>(std::move(*opened));
   pass_program(input.program, *pte, checks);
+  // Said before the key checks fail on it with less to go on.
+  if (auto pending = interrupted_pair(input.program); !pending.ok()) {
+    checks.fail(checks::kProgram, input.program, pending.error().message);
+  } else if (*pending) {
+    checks.fail(checks::kProgram, input.program,
+                "a merge was interrupted between writing " + **pending + " and this program (its journal " +
+                    pair_journal_path(input.program) + " is still there), so the two are out of step; run the "
+                    "same merge again: it finishes the interrupted one first");
+  }
   subjects.push_back(program_subject(input, SubjectKind::Program, pte, nullptr, checks));
 }
 

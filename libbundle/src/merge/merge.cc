@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "merge/merge_internal.h"
+#include "merge/merge_pair.h"
 #include "ptbundle/program/program_argument.h"
 #include "ptbundle/signing/folder_digests.h"
 #include "ptbundle/signing/sign_bundle.h"
@@ -124,9 +125,15 @@ Result<std::vector<LibrarySource>> distinct_libraries(const Export& reference,
 }  // namespace
 }  // namespace detail
 
+Result<std::string> finish_interrupted_merge(const std::string& output_pte) {
+  return detail::finish_interrupted_pair(output_pte);
+}
+
 Result<MergeResult> merge_programs(const MergeRequest& request) {
   using namespace detail;
   PTB_CHECK(check_merge_request(request));
+  // First, so that this merge failing leaves a consistent pair either way.
+  PTB_TRY(std::string finished, finish_interrupted_pair(request.output_pte));
   std::vector<Export> regular;
   regular.reserve(request.inputs.size());
   // Merge names each library anew by the SHA-256 of its bytes, so a blob
@@ -144,7 +151,9 @@ Result<MergeResult> merge_programs(const MergeRequest& request) {
     fallback = std::make_unique<Export>(std::move(loaded));
   }
   LibraryScanCache scans(request.check_kernels);
-  return merge_exports(request, std::move(regular), std::move(fallback), scans);
+  PTB_TRY(MergeResult result, merge_exports(request, std::move(regular), std::move(fallback), scans));
+  result.finished_interrupted = std::move(finished);
+  return result;
 }
 
 namespace detail {

@@ -14,6 +14,7 @@
 #include <map>
 
 #include "merge/merge_internal.h"
+#include "merge/merge_pair.h"
 #include "ptbundle/base/interrupt.h"
 #include "ptbundle/formats/pte_writer.h"
 #include "ptbundle/formats/segment_source.h"
@@ -178,8 +179,9 @@ Status OutputJob::copy_weights(AtomicOutput& out) {
 // The .pte and .ptd are a pair: renamed one right after the other, with
 // nothing slow between (both already on disk) and SIGINT, SIGTERM and SIGHUP
 // held back until both are in place, so that an interruption never leaves a
-// new program beside the old data file (or the reverse). Only SIGKILL or a
-// power cut in the microseconds between the two renames can.
+// new program beside the old data file (or the reverse). Against SIGKILL or
+// a power cut between the two renames, a journal (merge_pair.h) that the
+// next merge finishes and verify names.
 Status OutputJob::commit() {
   PTB_CHECK(wait());
   if (cancelled_.load()) return invalid(output_pte_ + ": the merge was cancelled; nothing was written");
@@ -194,9 +196,16 @@ Status OutputJob::commit() {
     ::close(fd);
   }
   DeferInterrupts defer;
-  if (ptd_out_) PTB_CHECK(ptd_out_->commit());
+  if (!ptd_out_) return pte_out_->commit();
+  PTB_CHECK(write_pair_journal(output_pte_, pte_out_->temp_path(), output_ptd_));
+  if (Status data = ptd_out_->commit(); !data.ok()) {
+    remove_pair_journal(output_pte_);  // nothing renamed: the old pair stands
+    return data;
+  }
   test_kill_point("merge-pair");
-  return pte_out_->commit();
+  PTB_CHECK(pte_out_->commit());
+  remove_pair_journal(output_pte_);
+  return {};
 }
 
 }  // namespace ptb::detail

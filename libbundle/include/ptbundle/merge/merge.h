@@ -82,7 +82,14 @@ struct MergeResult {
   uint64_t compared_bytes = 0;         // bytes read to prove inputs equal
   // Signatures of a bundle the outputs were written into, which they made invalid, removed.
   std::vector<std::string> removed_signatures;
+  // What an earlier merge to the same program left, finished first (its
+  // program renamed beside the data file it had put in place): "" if none.
+  std::string finished_interrupted;
 };
+
+// What a merge to `output_pte` killed between its two renames left (see
+// merge_programs), finished: "" when nothing was left, else what was done.
+Result<std::string> finish_interrupted_merge(const std::string& output_pte);
 
 // Checks the inputs, then writes output_pte (and output_ptd) atomically.
 Result<MergeResult> merge_programs(const MergeRequest& request);
