@@ -670,15 +670,17 @@ TEST_CASE("hostile: a commit that fails (a folder squats the new file's name) le
   CHECK(ptb::test::read_text(bundle / "bundle.json") == before);
 }
 
+// A fixture export as merge takes it: "model.pte,aoti_cuda_blob.ptd" of cuda/<folder>.
+std::string export_pair(const std::string& folder) {
+  fs::path path = fixture("cuda/" + folder);
+  return (path / "model.pte").string() + "," + (path / "aoti_cuda_blob.ptd").string();
+}
+
 TEST_CASE("hostile: merge -o m.pte --output-data m.ptd interrupted between the two renames leaves both new, not a torn pair") {
   PTB_REQUIRE_FIXTURES();
   TempDir dir;
-  auto input = [](const std::string& folder) {
-    fs::path path = fixture("cuda/" + folder);
-    return (path / "model.pte").string() + "," + (path / "aoti_cuda_blob.ptd").string();
-  };
   std::vector<std::string> merge{"merge", "-o", (dir / "m.pte").string(), "--output-data", (dir / "m.ptd").string(),
-                                 input("sm80"), input("sm90")};
+                                 export_pair("sm80"), export_pair("sm90")};
   REQUIRE(run(merge).exit_code == 0);
   const auto clean_pte = ptb::test::read_bytes(dir / "m.pte");
   const auto clean_ptd = ptb::test::read_bytes(dir / "m.ptd");
@@ -697,12 +699,8 @@ TEST_CASE("hostile: merge -o m.pte --output-data m.ptd interrupted between the t
 TEST_CASE("hostile: merge -o m.pte --output-data m.ptd killed between the two renames is named by verify and finished by the next merge") {
   PTB_REQUIRE_FIXTURES();
   TempDir dir;
-  auto input = [](const std::string& folder) {
-    fs::path path = fixture("cuda/" + folder);
-    return (path / "model.pte").string() + "," + (path / "aoti_cuda_blob.ptd").string();
-  };
   const fs::path pte = dir / "m.pte", ptd = dir / "m.ptd", journal = dir / ".m.pte.ptbundle-pair";
-  std::vector<std::string> merge{"merge", "-o", pte.string(), "--output-data", ptd.string(), input("sm80"), input("sm90")};
+  std::vector<std::string> merge{"merge", "-o", pte.string(), "--output-data", ptd.string(), export_pair("sm80"), export_pair("sm90")};
   REQUIRE(run(merge).exit_code == 0);
   const auto clean_pte = ptb::test::read_bytes(pte);
   const auto clean_ptd = ptb::test::read_bytes(ptd);
