@@ -813,6 +813,15 @@ TEST_CASE("hostile: sign --output into a bundle signed already is refused; verif
   CHECK_FALSE(contains(unkeyed.out, ": signed by the key"));
   CHECK(contains(unkeyed.out, "claims to be signed by the key with fingerprint"));
   CHECK(contains(unkeyed.out, "not checked: no key given"));
+
+  // bundle.sig as a link to a good signature outside: never read, so the
+  // bundle is unsigned to verify --key, and sign does not see it either.
+  fs::rename(bundle / "bundle.sig", dir / "outside.sig");
+  fs::create_symlink(dir / "outside.sig", bundle / "bundle.sig");
+  auto linked = run({"verify", bundle.string(), "--gpu", "none", "--key", (dir / "pub.pem").string(), "--json"});
+  CHECK(linked.exit_code == 1);
+  CHECK(contains(linked.out, "not signed: no .sig signature file"));
+  CHECK_FALSE(contains(linked.out, "verified with"));
 }
 
 TEST_CASE("hostile: a sparse 1 TiB data file that bundle.json records as smaller is refused without being hashed") {

@@ -88,7 +88,7 @@ Result<InspectBundle> inspect_bundle_folder(const std::string& path, const Inspe
     out.parts.push_back(std::move(p));
   }
   out.manifest = bundle.manifest();
-  const std::vector<std::string> signatures = find_signature_files(path);
+  const std::vector<std::string> signatures = find_signature_files(dir);
   if (!signatures.empty()) {
     const bool has_default = std::find(signatures.begin(), signatures.end(), kDefaultSignatureName) != signatures.end();
     const std::string name = has_default ? std::string(kDefaultSignatureName) : signatures.front();

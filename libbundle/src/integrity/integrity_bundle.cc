@@ -455,8 +455,8 @@ void check_bundle(const std::string& path, const IntegrityOptions& options, Chec
   }
   // One read of every file: the signature, bundle.json's digests and the
   // content-addressed keys all use these.
-  auto listed = read_manifest(path);
-  const detail::FolderReading reading = folder_reading(path, listed.ok() ? &*listed : nullptr, options.threads);
+  auto listed = read_manifest(*dir);
+  const detail::FolderReading reading = folder_reading(*dir, listed.ok() ? &*listed : nullptr, options.threads);
   const std::optional<std::string>& signature_name = reading.signature_name;
   auto digests = hash_folder(path, reading.hashing);
   if (!digests.ok()) {
@@ -464,7 +464,7 @@ void check_bundle(const std::string& path, const IntegrityOptions& options, Chec
     digests = FolderDigests{};
   }
   drop_live_lock_file(*dir, *digests);
-  check_signature(path, signature_name, *digests, options, checks, signature);
+  check_signature(*dir, signature_name, *digests, options, checks, signature);
   check_content_keys(path, *digests, checks);
 
   auto json = read_manifest_json(*dir, checks);

@@ -56,11 +56,11 @@ struct FolderReading {
   std::optional<std::string> signature_name;
   FolderHashOptions hashing;
 };
-FolderReading folder_reading(const std::string& dir, const Manifest* manifest, unsigned threads);
+FolderReading folder_reading(const BundleDir& dir, const Manifest* manifest, unsigned threads);
 
 // The signature (kSignature) and the files against it (kSignedFiles), then
 // the content-addressed keys (kContentKey), from the folder's digests.
-void check_signature(const std::string& dir, const std::optional<std::string>& signature_name, const FolderDigests& digests,
+void check_signature(const BundleDir& dir, const std::optional<std::string>& signature_name, const FolderDigests& digests,
                      const IntegrityOptions& options, CheckList& checks, SignatureSummary& summary);
 void check_content_keys(const std::string& dir, const FolderDigests& digests, CheckList& checks);
 // The folder's files against a signature's statement (kSignedFiles): none

@@ -87,8 +87,9 @@ bool check_signed_files(const std::string& dir, const SignedStatement& statement
   return problems == 0;
 }
 
-void check_signature(const std::string& dir, const std::optional<std::string>& signature_name, const FolderDigests& digests,
+void check_signature(const BundleDir& bundle, const std::optional<std::string>& signature_name, const FolderDigests& digests,
                      const IntegrityOptions& options, CheckList& checks, SignatureSummary& summary) {
+  const std::string& dir = bundle.path();
   if (!signature_name) {
     if (options.require_signature && options.keys.empty()) {
       checks.fail(checks::kSignature, dir,
@@ -102,9 +103,9 @@ void check_signature(const std::string& dir, const std::optional<std::string>& s
     }
     return;
   }
-  const std::string path = in_folder(dir, *signature_name);
+  const std::string path = bundle.display(*signature_name);
   summary.file = path;
-  auto read = read_signature_file(path);
+  auto read = read_signature_file(bundle, *signature_name);
   if (!read.ok()) {
     checks.fail(checks::kSignature, path, read.error().message);
     return;
@@ -162,7 +163,7 @@ void check_content_keys(const std::string& dir, const FolderDigests& digests, Ch
   }
 }
 
-FolderReading folder_reading(const std::string& dir, const Manifest* manifest, unsigned threads) {
+FolderReading folder_reading(const BundleDir& dir, const Manifest* manifest, unsigned threads) {
   FolderReading reading;
   const std::vector<std::string> signatures = find_signature_files(dir);
   if (!signatures.empty()) {

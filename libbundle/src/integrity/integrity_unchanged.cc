@@ -33,7 +33,8 @@ Status first_failure(const CheckList& checks, const std::string& dir) {
 }  // namespace
 
 Status check_bundle_unchanged(const std::string& dir, const Manifest& manifest, const IntegrityOptions& options) {
-  const detail::FolderReading reading = detail::folder_reading(dir, &manifest, options.threads);
+  PTB_TRY(BundleDir bundle, BundleDir::open(dir));
+  const detail::FolderReading reading = detail::folder_reading(bundle, &manifest, options.threads);
   const std::optional<std::string>& signature_name = reading.signature_name;
   PTB_TRY(FolderDigests digests, hash_folder(dir, reading.hashing));
 
@@ -62,15 +63,14 @@ Status check_bundle_unchanged(const std::string& dir, const Manifest& manifest, 
 
   if (!options.keys.empty()) {
     SignatureSummary summary;
-    detail::check_signature(dir, signature_name, digests, options, checks, summary);
+    detail::check_signature(bundle, signature_name, digests, options, checks, summary);
     return first_failure(checks, dir);
   }
   if (!signature_name) return {};
   // No key: the statement is not authenticated, but files that differ from
   // what it lists were changed after signing, by whoever signed it.
-  const std::string path = in_folder(dir, *signature_name);
-  PTB_TRY(SignatureFile signature, read_signature_file(path));
-  if (!signature.statement_error.empty()) return invalid(path + ": " + signature.statement_error);
+  PTB_TRY(SignatureFile signature, read_signature_file(bundle, *signature_name));
+  if (!signature.statement_error.empty()) return invalid(signature.path + ": " + signature.statement_error);
   detail::check_signed_files(dir, signature.statement, digests, checks);
   return first_failure(checks, dir);
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "ptbundle/base/file.h"
 #include "ptbundle/base/sha256.h"
 
 namespace ptb {
@@ -130,20 +131,19 @@ std::string sigstore_bundle_json(const std::string& key_hint, Bytes payload, Byt
   return bundle.dump();
 }
 
-std::vector<std::string> find_signature_files(const std::string& dir) {
+std::vector<std::string> find_signature_files(const BundleDir& dir) {
   std::vector<std::string> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().extension() != ".sig") continue;
-    std::error_code file_ec;
-    if (!it->is_regular_file(file_ec) || it->is_symlink(file_ec)) continue;
-    auto file = MappedFile::open(it->path().string());
+  auto names = dir.list("");
+  if (!names.ok()) return out;
+  for (const std::string& name : *names) {
+    if (name.size() <= 4 || name.compare(name.size() - 4, 4, ".sig") != 0) continue;
+    if (dir.kind(name).value_or(BundleDir::Kind::Missing) != BundleDir::Kind::File) continue;
+    auto file = MappedFile::open_in(dir, name);
     if (!file.ok() || file->size() > kMaxSignatureFileBytes) continue;
     const Bytes bytes = file->bytes();
     const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    if (text.find(kSigstoreBundleMediaType) != std::string_view::npos) out.push_back(it->path().filename().string());
+    if (text.find(kSigstoreBundleMediaType) != std::string_view::npos) out.push_back(name);
   }
-  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -105,7 +105,7 @@ Result<SignReport> sign_bundle(const SignOptions& options) {
 
   // verify reads one signature per bundle, and a second one would sign the
   // first as one of the bundle's files: refused, naming the one there.
-  for (const std::string& other : find_signature_files(dir)) {
+  for (const std::string& other : find_signature_files(bundle)) {
     if (other != options.output_name)
       return invalid(dir + "/" + other + ": the bundle is already signed in this file; expected one signature per "
                      "bundle: sign into it (--output " + other + ") or remove it first");
@@ -160,10 +160,11 @@ std::vector<std::string> remove_invalidated_signatures(const std::string& change
     if (name == kTestcaseFolder || is_gpu_target_name(name)) folder = folder.parent_path();
   }
   if (!fs::exists(folder / kManifestFileName, ec)) return {};
+  auto bundle = BundleDir::open(folder.string());
+  if (!bundle.ok()) return {};
   std::vector<std::string> removed;
-  for (const std::string& name : find_signature_files(folder.string())) {
-    const fs::path path = folder / name;
-    if (fs::remove(path, ec)) removed.push_back(path.string());
+  for (const std::string& name : find_signature_files(*bundle)) {
+    if (bundle->remove_file(name).ok()) removed.push_back((folder / name).string());
   }
   return removed;
 }

@@ -5,6 +5,8 @@
 
 #include "ptbundle/signing/model_signature.h"
 
+#include "ptbundle/base/file.h"
+
 namespace ptb {
 
 namespace detail {
@@ -195,6 +197,11 @@ Result<SignatureFile> parse_signature(Bytes data, const std::string& path) {
 Result<SignatureFile> read_signature_file(const std::string& path) {
   PTB_TRY(auto file, MappedFile::open(path));
   return parse_signature(file.bytes(), path);
+}
+
+Result<SignatureFile> read_signature_file(const BundleDir& dir, const std::string& name) {
+  PTB_TRY(auto file, MappedFile::open_in(dir, name));
+  return parse_signature(file.bytes(), dir.display(name));
 }
 
 Result<const PublicKey*> verify_signature(const SignatureFile& signature, const std::vector<PublicKey>& keys) {

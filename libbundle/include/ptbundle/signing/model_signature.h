@@ -39,6 +39,8 @@
 
 namespace ptb {
 
+class BundleDir;
+
 inline constexpr const char* kDefaultSignatureName = "bundle.sig";
 inline constexpr const char* kSigstoreBundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json";
 inline constexpr const char* kInTotoPayloadType = "application/vnd.in-toto+json";
@@ -92,6 +94,9 @@ struct SignatureFile {
 // Reads and checks `path`. Errors say what is wrong where ("bundle.sig:
 // dsseEnvelope.payload: invalid base64 at character 17").
 Result<SignatureFile> read_signature_file(const std::string& path);
+// The signature file `name` of a bundle folder, read through the folder's
+// descriptor with no link followed, as every other file inside a bundle.
+Result<SignatureFile> read_signature_file(const BundleDir& dir, const std::string& name);
 Result<SignatureFile> parse_signature(Bytes data, const std::string& path);
 
 // Which of `keys` made the signature: the key whose fingerprint is the hint
@@ -107,7 +112,8 @@ std::string sigstore_bundle_json(const std::string& key_hint, Bytes payload, Byt
 std::string base64_encode(Bytes data);
 Result<std::vector<uint8_t>> base64_decode(std::string_view text, const std::string& where);
 
-// Top-level files of `dir` named *.sig that hold a Sigstore bundle, in name order.
-std::vector<std::string> find_signature_files(const std::string& dir);
+// Top-level regular files of the bundle folder named *.sig that hold a
+// Sigstore bundle, in name order. A symlink named *.sig is not one.
+std::vector<std::string> find_signature_files(const BundleDir& dir);
 
 }  // namespace ptb
