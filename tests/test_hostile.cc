@@ -95,7 +95,7 @@ class Running {
         ::wait4(pid_, &status, 0, &usage);
         break;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     child.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     child.peak_rss_kib = usage.ru_maxrss;
@@ -142,6 +142,57 @@ bool any_temporary(const fs::path& dir) {
   return false;
 }
 
+
+// dir/key.pem and dir/pub.pem, a P-256 pair.
+void make_key_pair(const fs::path& dir) {
+  REQUIRE(std::system(("openssl ecparam -genkey -name prime256v1 -noout -out " + quote(dir / "key.pem") +
+                       " 2>/dev/null && openssl ec -in " + quote(dir / "key.pem") + " -pubout -out " +
+                       quote(dir / "pub.pem") + " 2>/dev/null").c_str()) == 0);
+}
+
+// The loop of a race test: a few rounds in CI; scripts/race-loops sets
+// PTB_RACE_ROUNDS (1,000) and PTB_RACE_SECONDS (the bound on each test's
+// time). Delays are random but seeded, so a failing round can be replayed.
+class RaceLoop {
+ public:
+  RaceLoop(std::string name, int ci_rounds)
+      : name_(std::move(name)),
+        rounds_(env_count("PTB_RACE_ROUNDS", ci_rounds)),
+        start_(std::chrono::steady_clock::now()),
+        deadline_(start_ + std::chrono::seconds(env_count("PTB_RACE_SECONDS", 600))) {}
+  ~RaceLoop() {
+    if (std::getenv("PTB_RACE_ROUNDS")) {
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      std::string outcomes;
+      for (const auto& [outcome, count] : outcomes_) outcomes += (outcomes.empty() ? "; " : ", ") + outcome + " " + std::to_string(count);
+      std::printf("[race] %s: %d of %d rounds in %.1f s%s\n", name_.c_str(), done_, rounds_, seconds, outcomes.c_str());
+    }
+  }
+  bool next() {
+    if (done_ >= rounds_ || std::chrono::steady_clock::now() > deadline_) return false;
+    ++done_;
+    return true;
+  }
+  int round() const { return done_ - 1; }
+  // How rounds ended, tallied for the summary line.
+  void outcome(const std::string& what) { ++outcomes_[what]; }
+  // Uniform in [0, max).
+  std::chrono::microseconds delay(std::chrono::microseconds max) {
+    return std::chrono::microseconds(random_() % static_cast<uint64_t>(max.count()));
+  }
+
+ private:
+  static int env_count(const char* name, int fallback) {
+    const char* text = std::getenv(name);
+    return text && std::atoi(text) > 0 ? std::atoi(text) : fallback;
+  }
+  std::string name_;
+  int rounds_;
+  int done_ = 0;
+  std::chrono::steady_clock::time_point start_, deadline_;
+  std::mt19937_64 random_{22};
+  std::map<std::string, int> outcomes_;
+};
 
 std::vector<std::string> mlp_export_args(const fs::path& bundle, const fs::path& package) {
   return {"export", "-o", bundle.string(), "--part", "mlp=" + package.string(), "--example",
@@ -284,13 +335,17 @@ TEST_CASE("hostile: verify refuses a .pt2 that export refuses (CRC, truncated we
 
 TEST_CASE("hostile: two exports racing into one bundle keep both parts") {
   PTB_REQUIRE_FIXTURES();
-  for (int round = 0; round < 3; ++round) {
+  RaceLoop loop("two exports racing", 3);
+  while (loop.next()) {
+    CAPTURE(loop.round());
     TempDir dir;
     auto bundle = dir / "bundle";
     Running a(export_args(bundle, "first"));
+    std::this_thread::sleep_for(loop.delay(std::chrono::milliseconds(20)));
     Running b(export_args(bundle, "second"));
     auto ra = a.wait();
     auto rb = b.wait();
+    loop.outcome(ra.exit_code == 0 && rb.exit_code == 0 ? "both exported" : "an export failed");
     CHECK_MESSAGE(ra.exit_code == 0, ra.err);
     CHECK_MESSAGE(rb.exit_code == 0, rb.err);
     auto manifest = read_manifest(bundle.string());
@@ -635,23 +690,91 @@ TEST_CASE("hostile: SIGINT or SIGTERM at any step of an export's commit leaves n
   }
 }
 
-TEST_CASE("hostile: SIGINT at a random moment of an export leaves the bundle verifying with nothing left behind") {
+TEST_CASE("hostile: a signal (SIGINT SIGTERM SIGHUP) at a random moment of an export, merge or sign leaves a verifying bundle and nothing behind") {
   PTB_REQUIRE_FIXTURES();
-  std::mt19937 random(22);
-  for (int round = 0; round < 8; ++round) {
+  struct Signal {
+    const char* name;
+    int number;
+  };
+  const Signal signals[] = {{"SIGINT", SIGINT}, {"SIGTERM", SIGTERM}, {"SIGHUP", SIGHUP}};
+  const char* commands[] = {"export", "merge", "sign"};
+  RaceLoop loop("a signal at a random moment of export, merge or sign", 9);
+  while (loop.next()) {
+    const Signal signal = signals[loop.round() % 3];
+    const std::string command = commands[(loop.round() / 3) % 3];
+    CAPTURE(loop.round());
+    CAPTURE(signal.name);
+    CAPTURE(command);
     TempDir dir;
+    make_key_pair(dir.path());
     auto bundle = dir / "bundle";
+    auto other = dir / "other";
+    auto merged = dir / "merged";
     REQUIRE(run(export_args(bundle, "enc")).exit_code == 0);
-    Running child(mlp_export_args(bundle, fixture("aoti/mlp_et.pt2")));
-    std::this_thread::sleep_for(std::chrono::milliseconds(random() % 400));
-    ::kill(child.pid(), SIGINT);
+    std::vector<std::string> args;
+    if (command == "export") args = mlp_export_args(bundle, fixture("aoti/mlp_et.pt2"));
+    if (command == "merge") {
+      REQUIRE(run({"export", "-o", other.string(), "--part", "enc=" + fixture("cuda/sm90/model.pte").string()}).exit_code == 0);
+      args = {"merge", "-o", merged.string(), bundle.string(), other.string()};
+    }
+    if (command == "sign") args = {"sign", bundle.string(), "--key", (dir / "key.pem").string()};
+    Running child(args);
+    std::this_thread::sleep_for(loop.delay(std::chrono::milliseconds(command == "export" ? 150 : 40)));
+    ::kill(child.pid(), signal.number);
     auto done = child.wait();
-    CAPTURE(round);
-    CHECK((done.exit_code == 0 || done.exit_code == 128 + SIGINT));
+    loop.outcome(command + (done.exit_code == 0 ? " finished" : " interrupted"));
+    CHECK((done.exit_code == 0 || done.exit_code == 128 + signal.number));
     CHECK(bundle_is_clean(bundle));
+    CHECK_FALSE(any_temporary(dir.path()));
+    for (const auto& entry : fs::directory_iterator(dir.path()))
+      CHECK_MESSAGE(!entry.path().filename().string().starts_with(".merged.merge-"), entry.path());
     auto verified = run({"verify", bundle.string(), "--gpu", "none", "--json"});
     CHECK_MESSAGE(verified.exit_code == 0, verified.out);
     CHECK_FALSE(contains(verified.out, "\"warn\""));
+    if (command == "sign" && fs::exists(bundle / "bundle.sig"))
+      CHECK(run({"verify", bundle.string(), "--gpu", "none", "--key", (dir / "pub.pem").string()}).exit_code == 0);
+    if (command == "merge" && fs::exists(merged)) {
+      auto merged_verified = run({"verify", merged.string(), "--gpu", "none", "--json"});
+      CHECK_MESSAGE(merged_verified.exit_code == 0, merged_verified.out);
+    }
+  }
+}
+
+TEST_CASE("hostile: a bundle file cut short at a random moment of verify, inspect or merge crashes nothing; --json gives one document") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto pristine = dir / "pristine";
+  auto other = dir / "other";
+  REQUIRE(run(mlp_export_args(pristine, fixture("aoti/mlp_et.pt2"))).exit_code == 0);
+  REQUIRE(run(mlp_export_args(other, fixture("aoti/mlp_et.pt2"))).exit_code == 0);
+  RaceLoop loop("a file cut short while verify, inspect or merge reads it", 6);
+  while (loop.next()) {
+    CAPTURE(loop.round());
+    auto bundle = dir / "bundle";
+    auto merged = dir / "merged";
+    fs::remove_all(bundle);
+    fs::remove_all(merged);
+    fs::copy(pristine, bundle, fs::copy_options::recursive);
+    std::vector<std::string> args;
+    switch (loop.round() % 3) {
+      case 0: args = {"verify", bundle.string(), "--gpu", "none", "--json"}; break;
+      case 1: args = {"inspect", bundle.string(), "--json"}; break;
+      default: args = {"merge", "-o", merged.string(), bundle.string(), other.string(), "--json"}; break;
+    }
+    CAPTURE(args[0]);
+    Running child(args);
+    std::this_thread::sleep_for(loop.delay(std::chrono::milliseconds(40)));
+    // Cut in place (the mapping sees it), not replaced by a rename.
+    REQUIRE(::truncate((bundle / "mlp.pte").c_str(), 4096) == 0);
+    auto done = child.wait();
+    loop.outcome(args[0] + " exit " + std::to_string(done.exit_code));
+    CHECK_MESSAGE((done.exit_code == 0 || done.exit_code == 1 || done.exit_code == 3), done.err);
+    CHECK_MESSAGE(nlohmann::json::accept(done.out), done.out);
+    CHECK_FALSE(any_temporary(dir.path()));
+    if (args[0] == "merge" && fs::exists(merged)) {
+      // A merge that finished before the cut made its bundle from whole inputs.
+      CHECK(run({"verify", merged.string(), "--gpu", "none"}).exit_code == 0);
+    }
   }
 }
 
@@ -843,12 +966,6 @@ TEST_CASE("hostile: a sparse 1 TiB data file that bundle.json records as smaller
 // ---- issue 22, round 3: journals, tampered inputs, readers and writers ----
 
 namespace {
-
-void make_key_pair(const fs::path& dir) {
-  REQUIRE(std::system(("openssl ecparam -genkey -name prime256v1 -noout -out " + quote(dir / "key.pem") +
-                       " 2>/dev/null && openssl ec -in " + quote(dir / "key.pem") + " -pubout -out " +
-                       quote(dir / "pub.pem") + " 2>/dev/null").c_str()) == 0);
-}
 
 // A bundle of part enc from the fixture `folder` (sm80, sm90), signed with dir/key.pem when `sign`.
 fs::path signed_enc_bundle(const fs::path& dir, const std::string& name, const std::string& folder, bool sign) {
@@ -1046,12 +1163,16 @@ TEST_CASE("hostile: readers wait for a writer; sign refuses what an interrupted 
   SUBCASE("exports replacing a part while verify, inspect and sign read: each sees a whole bundle") {
     std::atomic<bool> stop{false};
     std::thread writer([&] {
-      for (int i = 0; i < 8 && !stop; ++i) run(export_args(bundle, "enc", {"--force"}));
+      RaceLoop loop("exports while verify, inspect and sign read", 8);
+      while (loop.next() && !stop) {
+        std::this_thread::sleep_for(loop.delay(std::chrono::milliseconds(10)));
+        run(export_args(bundle, "enc", {"--force"}));
+      }
       stop = true;
     });
     int reads = 0;
     std::string problems;
-    while (!stop && reads < 60) {
+    while (!stop) {
       auto verified = run({"verify", bundle.string(), "--gpu", "none", "--json"});
       if (verified.exit_code != 0 || contains(verified.out, "\"warn\"")) problems += verified.out + "\n";
       auto inspected = run({"inspect", bundle.string(), "--json"});
