@@ -3,6 +3,7 @@
 // a child with a time limit (a hang is a failure, not a stuck test) and its
 // peak memory is read from wait4's rusage.
 #include <fcntl.h>
+#include <cerrno>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -60,8 +61,14 @@ class Running {
   Running(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
     out_ = scratch_ / "stdout";
     err_ = scratch_ / "stderr";
+    // Closed by a successful exec: the constructor returns only once the
+    // child is ptbundle, so a signal a race test sends never lands in the
+    // forked copy of this test program (with doctest's signal handlers).
+    int exec_pipe[2];
+    REQUIRE(::pipe2(exec_pipe, O_CLOEXEC) == 0);
     pid_ = ::fork();
     if (pid_ == 0) {
+      ::close(exec_pipe[0]);
       int out = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       int err = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       int in = ::open("/dev/null", O_RDONLY);
@@ -78,6 +85,11 @@ class Running {
       ::execv(program.c_str(), argv.data());
       ::_exit(127);
     }
+    ::close(exec_pipe[1]);
+    char byte;
+    while (::read(exec_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    ::close(exec_pipe[0]);
   }
   pid_t pid() const { return pid_; }
 
@@ -719,7 +731,7 @@ TEST_CASE("hostile: a signal (SIGINT SIGTERM SIGHUP) at a random moment of an ex
     }
     if (command == "sign") args = {"sign", bundle.string(), "--key", (dir / "key.pem").string()};
     Running child(args);
-    std::this_thread::sleep_for(loop.delay(std::chrono::milliseconds(command == "export" ? 150 : 40)));
+    std::this_thread::sleep_for(loop.delay(std::chrono::milliseconds(command == "export" ? 300 : 100)));
     ::kill(child.pid(), signal.number);
     auto done = child.wait();
     loop.outcome(command + (done.exit_code == 0 ? " finished" : " interrupted"));
@@ -763,7 +775,7 @@ TEST_CASE("hostile: a bundle file cut short at a random moment of verify, inspec
     }
     CAPTURE(args[0]);
     Running child(args);
-    std::this_thread::sleep_for(loop.delay(std::chrono::milliseconds(40)));
+    std::this_thread::sleep_for(loop.delay(std::chrono::milliseconds(25)));
     // Cut in place (the mapping sees it), not replaced by a rename.
     REQUIRE(::truncate((bundle / "mlp.pte").c_str(), 4096) == 0);
     auto done = child.wait();
