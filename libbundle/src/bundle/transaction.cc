@@ -188,13 +188,21 @@ Result<BundleReadLock> acquire_read_lock(const BundleDir& dir, std::chrono::seco
   return BundleReadLock(fd);
 }
 
-bool lock_file_in_use(const BundleDir& dir) {
-  int fd = ::openat(dir.fd(), kLockFileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st {};
-  bool in_use = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  ::close(fd);
-  return in_use;
+bool lock_file_is_stale(const BundleDir& dir) {
+  for (int look = 0; look < 20; ++look) {
+    if (look > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    int fd = ::openat(dir.fd(), kLockFileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return false;  // gone: its writer finished
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return true;  // not a lock ptbundle makes: a leftover by any name
+    }
+    const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    ::close(fd);
+    if (held) return false;
+  }
+  return true;
 }
 
 Result<BundleTransaction> BundleTransaction::begin(const std::string& bundle_dir, bool create, std::chrono::seconds wait) {

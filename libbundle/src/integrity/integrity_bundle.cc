@@ -434,7 +434,7 @@ std::set<std::string> check_leftovers(const BundleDir& dir, const std::vector<Ma
 // A writer waiting for the folder lock this reader holds has made
 // .ptbundle.lock: its file, not the bundle's, so no signature lists it.
 void drop_live_lock_file(const BundleDir& dir, FolderDigests& digests) {
-  if (!digests.find(kLockFileName) || !lock_file_in_use(dir)) return;
+  if (!digests.find(kLockFileName) || lock_file_is_stale(dir)) return;
   std::erase_if(digests.files, [](const FileDigest& file) { return file.path == kLockFileName; });
 }
 

@@ -75,8 +75,7 @@ Status check_no_leftovers(const BundleDir& dir, const Manifest& manifest) {
   found.insert(found.end(), left.pending.begin(), left.pending.end());
   found.insert(found.end(), left.unexplained.begin(), left.unexplained.end());
   if (left.journal) found.push_back(kJournalFileName);
-  if (dir.kind(kLockFileName).value_or(BundleDir::Kind::Missing) != BundleDir::Kind::Missing && !lock_file_in_use(dir))
-    found.push_back(kLockFileName);
+  if (lock_file_is_stale(dir)) found.push_back(kLockFileName);
   if (found.empty()) return {};
   std::string names;
   for (const std::string& path : found) names += (names.empty() ? "" : ", ") + path;
@@ -124,7 +123,7 @@ Result<SignReport> sign_bundle(const SignOptions& options) {
   hashing.threads = options.threads;
   PTB_TRY(FolderDigests digests, hash_folder(dir, hashing));
   // A writer waiting for the folder lock made .ptbundle.lock: not the bundle's.
-  if (lock_file_in_use(bundle))
+  if (!lock_file_is_stale(bundle))
     std::erase_if(digests.files, [](const FileDigest& file) { return file.path == kLockFileName; });
   PTB_CHECK(check_before_signing(dir, digests));
   auto statement = statement_for(folder_name(dir), digests, ignore);
