@@ -48,8 +48,10 @@ Result<InspectPackageFile> package_file(const Pt2Package& package, const std::st
 // Each key once, where it first appears, with the last value it is given.
 InspectMetadata metadata_of(const Pt2Model& model) {
   InspectMetadata out;
-  for (const auto& [key, value] : model.metadata) {
-    auto known = std::find_if(out.entries.begin(), out.entries.end(), [&](const auto& e) { return e.first == key; });
+  for (const auto& entry : model.metadata) {
+    const auto& [key, value] = entry;
+    // By the pair, not the binding: clang 14 cannot capture a structured binding.
+    auto known = std::find_if(out.entries.begin(), out.entries.end(), [&](const auto& e) { return e.first == entry.first; });
     if (known != out.entries.end()) {
       known->second = value;
     } else {

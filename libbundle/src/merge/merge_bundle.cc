@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "merge/merge_bundle_internal.h"
+#include "ptbundle/base/interrupt.h"
 #include "ptbundle/bundle/bundle.h"
 #include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/segment_source.h"
@@ -62,6 +63,9 @@ class Staging {
     static const char kLetters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     std::random_device random;
     std::string made;
+    // Held back from the mkdir to the registration: a signal between them
+    // would leave the folder behind.
+    DeferInterrupts defer;
     for (int attempt = 0; attempt < 100 && made.empty(); ++attempt) {
       std::string name = "." + output.filename().string() + ".merge-";
       for (int i = 0; i < 6; ++i) name += kLetters[random() % (sizeof kLetters - 1)];
