@@ -44,20 +44,24 @@ struct GpuModel {
 };
 
 struct Tally {
-  size_t passed = 0, failed = 0, skipped = 0;
+  size_t passed = 0, failed = 0, skipped = 0, warned = 0;
   void add(CheckStatus status) {
-    if (status == CheckStatus::Pass) ++passed;
-    else if (status == CheckStatus::Fail) ++failed;
-    else ++skipped;
+    switch (status) {
+      case CheckStatus::Pass: ++passed; break;
+      case CheckStatus::Fail: ++failed; break;
+      case CheckStatus::Skip: ++skipped; break;
+      case CheckStatus::Warn: ++warned; break;
+    }
   }
-  size_t total() const { return passed + failed + skipped; }
+  size_t total() const { return passed + failed + skipped + warned; }
 };
 
 struct SummaryModel {
   Tally tally;
   template <class F>
   void fields(F& f) const {
-    f("checks", tally.total())("passed", tally.passed)("failed", tally.failed)("skipped", tally.skipped);
+    f("checks", tally.total())("passed", tally.passed)("failed", tally.failed)("skipped", tally.skipped)(
+        "warned", tally.warned);
   }
 };
 
@@ -78,7 +82,7 @@ struct PathModel {
   template <class F>
   void fields(F& f) const {
     f("path", path)("ok", tally.failed == 0)("passed", tally.passed)("failed", tally.failed)("skipped", tally.skipped)(
-        "signature", signature);
+        "warned", tally.warned)("signature", signature);
   }
 };
 
@@ -165,7 +169,7 @@ void render_text(std::ostream& out, const VerifyModel& model) {
     out << path.path << ": "
         << (tally.failed ? "FAILED, " + std::to_string(tally.failed) + " problem(s)" : std::string("ok")) << " ("
         << tally.total() << " checks: " << tally.passed << " passed, " << tally.failed << " failed, " << tally.skipped
-        << " skipped; GPU: " << model.gpu.description << ")\n";
+        << " skipped, " << tally.warned << " warned; GPU: " << model.gpu.description << ")\n";
   }
 }
 

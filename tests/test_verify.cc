@@ -756,6 +756,37 @@ TEST_CASE("verify: the command line, its exit codes and --json") {
   CHECK(document["paths"][0]["failed"] == 0);
 }
 
+TEST_CASE("verify: a warning is tallied as a warning, not as skipped, in text and --json") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  const fs::path bundle = dir.path();
+  make_encoder_bundle(bundle);
+  // What a killed export leaves (a leftover temporary file): a warning, verify still passes.
+  { std::ofstream(bundle / ".encoder.pte.a1B2c3.tmp") << "partial"; }
+
+  auto json_run = run_cli("verify --json " + quote(bundle) + " --gpu none");
+  INFO(json_run.out);
+  CHECK(json_run.exit_code == 0);
+  auto document = nlohmann::json::parse(json_run.out);
+  size_t warned = 0, skipped = 0;
+  for (const auto& check : document["checks"]) {
+    if (check["status"] == "warn") ++warned;
+    if (check["status"] == "skip") ++skipped;
+  }
+  REQUIRE(warned == 1);
+  CHECK(document["summary"]["warned"] == warned);
+  CHECK(document["summary"]["skipped"] == skipped);
+  CHECK(document["paths"][0]["warned"] == warned);
+  CHECK(document["paths"][0]["skipped"] == skipped);
+  CHECK(document["summary"]["checks"] == document["checks"].size());
+  if (ptb::test::have_jsonschema()) CHECK(ptb::test::schema_problem("verify", json_run.out) == "");
+
+  auto text = run_cli("verify " + quote(bundle) + " --gpu none");
+  CHECK(text.exit_code == 0);
+  CHECK(contains(text.out, "WARN leftover "));
+  CHECK(contains(text.out, " skipped, 1 warned; GPU: "));
+}
+
 // ---- On the GPU (scripts/gpu-check) ----
 
 namespace {
