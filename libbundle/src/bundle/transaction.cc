@@ -216,40 +216,50 @@ Result<BundleTransaction> BundleTransaction::begin(const std::string& bundle_dir
   }
   const std::string lock_path = t.dir_.display(kLockFileName);
   const auto deadline = std::chrono::steady_clock::now() + wait;
+  // Each attempt (create, lock, check the name, register with the signal
+  // handler) holds signals back, so a SIGTERM can never leave a lock file the
+  // handler does not know (1 of 1,000 did); the sleeps between attempts do
+  // not, so a waiting writer still stops at once.
+  int fd = -1;
   for (;;) {
-    int fd = ::openat(t.dir_.fd(), kLockFileName, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      if (errno == ELOOP) return invalid(lock_path + ": is a symbolic link; a bundle holds only regular files and folders");
-      return io_error(lock_path + ": cannot open the bundle's lock file: " + errno_text());
-    }
-    struct stat held {};
-    if (::fstat(fd, &held) != 0 || !S_ISREG(held.st_mode)) {
-      ::close(fd);
-      return invalid(lock_path + ": is not a regular file; expected the bundle's lock file");
-    }
-    while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    {
+      DeferInterrupts defer;
+      if (fd < 0) {
+        fd = ::openat(t.dir_.fd(), kLockFileName, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+        if (fd < 0) {
+          if (errno == ELOOP) return invalid(lock_path + ": is a symbolic link; a bundle holds only regular files and folders");
+          return io_error(lock_path + ": cannot open the bundle's lock file: " + errno_text());
+        }
+        struct stat opened {};
+        if (::fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode)) {
+          ::close(fd);
+          return invalid(lock_path + ": is not a regular file; expected the bundle's lock file");
+        }
+      }
+      if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        // A writer that created the folder and failed removes the lock file:
+        // the lock is only ours if the name still leads to the file we locked.
+        struct stat held {}, named {};
+        if (::fstat(fd, &held) == 0 && ::fstatat(t.dir_.fd(), kLockFileName, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+            named.st_ino == held.st_ino && named.st_dev == held.st_dev) {
+          t.lock_fd_ = fd;
+          t.lock_cleanup_slot_ = register_temp_at(t.dir_.fd(), kLockFileName);
+          break;
+        }
+        ::close(std::exchange(fd, -1));
+        continue;
+      }
       if (errno != EWOULDBLOCK && errno != EINTR) {
         ::close(fd);
         return io_error(lock_path + ": cannot lock: " + errno_text());
       }
-      if (std::chrono::steady_clock::now() >= deadline) {
-        ::close(fd);
-        return io_error(t.dir_.path() + ": another ptbundle process is changing this bundle (it holds " + lock_path +
-                        "); waited " + std::to_string(wait.count()) +
-                        " s (PTB_LOCK_WAIT); try again when it has finished");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    // A writer that created the folder and failed removes the lock file:
-    // the lock is only ours if the name still leads to the file we locked.
-    struct stat named {};
-    if (::fstatat(t.dir_.fd(), kLockFileName, &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_ino == held.st_ino &&
-        named.st_dev == held.st_dev) {
-      t.lock_fd_ = fd;
-      t.lock_cleanup_slot_ = register_temp_at(t.dir_.fd(), kLockFileName);
-      break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::close(fd);
+      return io_error(t.dir_.path() + ": another ptbundle process is changing this bundle (it holds " + lock_path +
+                      "); waited " + std::to_string(wait.count()) + " s (PTB_LOCK_WAIT); try again when it has finished");
     }
-    ::close(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 
   // Then the folder itself, which readers hold shared: from here to the end
