@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace ptb::test {
@@ -28,6 +30,16 @@ inline const std::string& input_path(const uint8_t* data, size_t size) {
     done += static_cast<size_t>(n);
   }
   return path;
+}
+
+// For targets that need a folder (the journals): a scratch folder of this
+// fuzzing process under the system temp folder, and a file written into it.
+inline std::filesystem::path scratch_root(const std::string& tag) {
+  return std::filesystem::temp_directory_path() / ("ptbundle-fuzz-" + tag + "-" + std::to_string(::getpid()));
+}
+
+inline void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
 }
 
 }  // namespace ptb::test

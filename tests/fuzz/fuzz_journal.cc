@@ -9,39 +9,28 @@
 // listed file, nor anything but a .pte/.ptd, is ever removed.
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
-#include <unistd.h>
 
+#include "fuzz_input.h"
 #include "ptbundle/bundle/manifest.h"
 #include "ptbundle/bundle/transaction.h"
 
 namespace fs = std::filesystem;
 
-namespace {
-
-const fs::path& root() {
-  static const fs::path path = fs::temp_directory_path() / ("ptbundle-fuzz-journal-" + std::to_string(::getpid()));
-  return path;
-}
-
-void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const fs::path bundle = root() / "bundle";
+  const fs::path root = ptb::test::scratch_root("journal");
+  const fs::path bundle = root / "bundle";
   std::error_code ec;
-  fs::remove_all(root(), ec);
+  fs::remove_all(root, ec);
   fs::create_directories(bundle / "testcases");
-  write(root() / "outside.pte", "outside");
-  write(bundle / "enc.pte", "program");
-  write(bundle / "enc.ptd", "data");
-  write(bundle / "enc@1.pte", "new program");
-  write(bundle / "evil.pte", "planted");
-  write(bundle / "notes.txt", "a user's file");
-  write(bundle / "testcases" / "enc.ptd", "testcase");
-  fs::create_symlink(root() / "outside.pte", bundle / "link.pte", ec);
+  ptb::test::write_file(root / "outside.pte", "outside");
+  ptb::test::write_file(bundle / "enc.pte", "program");
+  ptb::test::write_file(bundle / "enc.ptd", "data");
+  ptb::test::write_file(bundle / "enc@1.pte", "new program");
+  ptb::test::write_file(bundle / "evil.pte", "planted");
+  ptb::test::write_file(bundle / "notes.txt", "a user's file");
+  ptb::test::write_file(bundle / "testcases" / "enc.ptd", "testcase");
+  fs::create_symlink(root / "outside.pte", bundle / "link.pte", ec);
   ptb::Manifest manifest;
   manifest.ptbundle_version = "fuzz";
   manifest.created = "2026-01-01T00:00:00Z";
@@ -51,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   part.files.push_back({ptb::FileRole::Program, "enc.pte", 7, std::string(64, '0'), std::nullopt});
   part.files.push_back({ptb::FileRole::Data, "enc.ptd", 4, std::string(64, '0'), std::nullopt});
   manifest.parts.push_back(part);
-  write(bundle / ptb::kJournalFileName, std::string(reinterpret_cast<const char*>(data), size));
+  ptb::test::write_file(bundle / ptb::kJournalFileName, std::string(reinterpret_cast<const char*>(data), size));
 
   auto dir = ptb::BundleDir::open(bundle.string());
   if (!dir.ok()) std::abort();
@@ -64,6 +53,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   { auto t = ptb::BundleTransaction::begin(bundle.string(), false, std::chrono::seconds(1)); }
   for (const char* kept : {"bundle.json", "enc.pte", "enc.ptd", "notes.txt", "testcases"})
     if (!fs::exists(bundle / kept)) std::abort();
-  if (!fs::exists(root() / "outside.pte")) std::abort();  // a symlink named is removed, never followed
+  if (!fs::exists(root / "outside.pte")) std::abort();  // a symlink named is removed, never followed
   return 0;
 }

@@ -11,20 +11,13 @@
 #include <fstream>
 #include <iterator>
 #include <string>
-#include <unistd.h>
 
+#include "fuzz_input.h"
 #include "merge/merge_pair.h"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-const fs::path& root() {
-  static const fs::path path = fs::temp_directory_path() / ("ptbundle-fuzz-pair-" + std::to_string(::getpid()));
-  return path;
-}
-
-void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 std::string read(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -34,18 +27,19 @@ std::string read(const fs::path& path) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const fs::path folder = root() / "out";
+  const fs::path root = ptb::test::scratch_root("pair");
+  const fs::path folder = root / "out";
   std::error_code ec;
-  fs::remove_all(root(), ec);
+  fs::remove_all(root, ec);
   fs::create_directories(folder);
-  write(root() / "outside.pte", "outside");
-  write(folder / "m.pte", "old program");
-  write(folder / "m.ptd", "new data");
-  write(folder / ".m.pte.AbC123.tmp", "new program");
-  write(folder / ".notes.tmp", "a user's file");
-  fs::create_symlink(root() / "outside.pte", folder / ".m.pte.LiNk00.tmp", ec);
+  ptb::test::write_file(root / "outside.pte", "outside");
+  ptb::test::write_file(folder / "m.pte", "old program");
+  ptb::test::write_file(folder / "m.ptd", "new data");
+  ptb::test::write_file(folder / ".m.pte.AbC123.tmp", "new program");
+  ptb::test::write_file(folder / ".notes.tmp", "a user's file");
+  fs::create_symlink(root / "outside.pte", folder / ".m.pte.LiNk00.tmp", ec);
   const std::string program = (folder / "m.pte").string();
-  write(ptb::detail::pair_journal_path(program), std::string(reinterpret_cast<const char*>(data), size));
+  ptb::test::write_file(ptb::detail::pair_journal_path(program), std::string(reinterpret_cast<const char*>(data), size));
 
   (void)ptb::detail::interrupted_pair(program);
   (void)ptb::detail::finish_interrupted_pair(program);
@@ -55,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (now == "new program" && fs::exists(folder / ".m.pte.AbC123.tmp")) std::abort();
   if (read(folder / "m.ptd") != "new data") std::abort();
   if (read(folder / ".notes.tmp") != "a user's file") std::abort();
-  if (read(root() / "outside.pte") != "outside") std::abort();
+  if (read(root / "outside.pte") != "outside") std::abort();
   if (!fs::is_symlink(folder / ".m.pte.LiNk00.tmp")) std::abort();  // never renamed over the program
   return 0;
 }

@@ -88,14 +88,11 @@ Result<InspectBundle> inspect_bundle_folder(const std::string& path, const Inspe
     out.parts.push_back(std::move(p));
   }
   out.manifest = bundle.manifest();
-  const std::vector<std::string> signatures = find_signature_files(dir);
-  if (!signatures.empty()) {
-    const bool has_default = std::find(signatures.begin(), signatures.end(), kDefaultSignatureName) != signatures.end();
-    const std::string name = has_default ? std::string(kDefaultSignatureName) : signatures.front();
+  if (const std::optional<std::string> name = signature_to_check(dir)) {
     // Inside the folder like every other file: no link followed.
-    PTB_TRY(MappedFile file, MappedFile::open_in(dir, name));
+    PTB_TRY(MappedFile file, MappedFile::open_in(dir, *name));
     PTB_TRY(out.signature, inspect_signature(file));
-    out.signature->file = name;
+    out.signature->file = *name;
   }
   return out;
 }

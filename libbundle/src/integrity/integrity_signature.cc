@@ -165,11 +165,7 @@ void check_content_keys(const std::string& dir, const FolderDigests& digests, Ch
 
 FolderReading folder_reading(const BundleDir& dir, const Manifest* manifest, unsigned threads) {
   FolderReading reading;
-  const std::vector<std::string> signatures = find_signature_files(dir);
-  if (!signatures.empty()) {
-    const bool has_default = std::find(signatures.begin(), signatures.end(), kDefaultSignatureName) != signatures.end();
-    reading.signature_name = has_default ? std::string(kDefaultSignatureName) : signatures.front();
-  }
+  reading.signature_name = signature_to_check(dir);
   reading.hashing.ignore = git_ignore_paths();
   if (reading.signature_name) reading.hashing.ignore.push_back(*reading.signature_name);
   reading.hashing.threads = threads;

@@ -147,4 +147,11 @@ std::vector<std::string> find_signature_files(const BundleDir& dir) {
   return out;
 }
 
+std::optional<std::string> signature_to_check(const BundleDir& dir) {
+  const std::vector<std::string> signatures = find_signature_files(dir);
+  if (signatures.empty()) return std::nullopt;
+  const bool has_default = std::find(signatures.begin(), signatures.end(), kDefaultSignatureName) != signatures.end();
+  return has_default ? std::string(kDefaultSignatureName) : signatures.front();
+}
+
 }  // namespace ptb

@@ -115,5 +115,8 @@ Result<std::vector<uint8_t>> base64_decode(std::string_view text, const std::str
 // Top-level regular files of the bundle folder named *.sig that hold a
 // Sigstore bundle, in name order. A symlink named *.sig is not one.
 std::vector<std::string> find_signature_files(const BundleDir& dir);
+// The one signature verify and inspect read: bundle.sig where present, else
+// the first found; nullopt when the folder holds none.
+std::optional<std::string> signature_to_check(const BundleDir& dir);
 
 }  // namespace ptb
