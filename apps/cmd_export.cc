@@ -71,20 +71,13 @@ Result<ExportOptions> build_options(const ExportArgs& args) {
   return options;
 }
 
-// The model: schemas/export.schema.json.
-struct FileModel {
-  ManifestFile file;
-  template <class F>
-  void fields(F& f) const {
-    f("role", std::string(file_role_name(file.role)))("path", file.path)("size", file.size)("sha256", file.sha256);
-  }
-};
-
+// The model: schemas/export.schema.json. Files render as bundle.json lists
+// them (manifest_json.h).
 struct PartModel {
   std::string name;
   std::string source;  // "executorch" or "aoti_package"
   bool replaced = false;
-  std::vector<FileModel> files;
+  std::vector<ManifestFile> files;
   std::vector<std::string> notes;
   template <class F>
   void fields(F& f) const {
@@ -111,7 +104,7 @@ ExportModel model_of(const ExportReport& report) {
   model.removed_signatures = report.removed_signatures;
   for (const auto& part : report.parts) {
     PartModel entry{part.name, part.source_kind, part.replaced, {}, part.notes};
-    for (const auto& file : part.files) entry.files.push_back({file});
+    entry.files = part.files;
     model.parts.push_back(std::move(entry));
   }
   return model;
@@ -123,7 +116,7 @@ void render_text(std::ostream& out, const ExportModel& model) {
   for (const auto& part : model.parts) {
     out << "  " << part.name << " (" << part.source << (part.replaced ? ", replaced" : "") << "):";
     for (size_t i = 0; i < part.files.size(); ++i)
-      out << (i ? "," : "") << " " << part.files[i].file.path << " " << human_size(part.files[i].file.size);
+      out << (i ? "," : "") << " " << part.files[i].path << " " << human_size(part.files[i].size);
     out << '\n';
     for (const auto& note : part.notes) out << "    note: " << note << '\n';
   }

@@ -10,6 +10,7 @@
 #include "command.h"
 #include "ptbundle/merge/merge.h"
 #include "text_table.h"
+#include "ptbundle/bundle/manifest_json.h"
 
 namespace ptb::app {
 namespace {

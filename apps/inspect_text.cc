@@ -374,39 +374,20 @@ const char* kind_title(const std::string& kind) {
   return "ptbundle bundle folder";
 }
 
-// A member of the statement as people read it: "-" unless a string ("" when absent).
-std::string member_text(const Json& object, const char* key) {
-  const Json value = object.value(key, Json(""));
-  if (value.is_null()) return "-";
-  if (value.is_string()) return printable(value.get<std::string>());
-  if (value.is_boolean()) return value.get<bool>() ? "yes" : "no";
-  return value.dump();
-}
-
 // Who signed and what: the statement's subject and files, as read (not
-// verified). The statement is the document the signer wrote, so it is read
-// as JSON, member by member, whatever its form.
+// verified).
 void signature(Lines& out, const std::string& indent, const InspectSignature& s) {
   out.add(indent, "Signed by the key with fingerprint " + (s.key_fingerprint ? str(*s.key_fingerprint) : std::string("(none recorded)")) +
                       " (not verified here: ptbundle verify --key)");
   if (s.statement_error) out.add(indent, "STATEMENT NOT VALID: " + str(*s.statement_error));
-  if (!s.statement || !s.statement->is_object()) return;
-  const Json& statement = *s.statement;
-  out.add(indent, "Statement: " + member_text(statement, "_type") + ", predicate " + member_text(statement, "predicateType"));
-  if (statement.contains("subject") && statement["subject"].is_array()) {
-    for (const Json& subject : statement["subject"]) {
-      if (!subject.is_object()) continue;
-      const Json digest = subject.value("digest", Json::object());
-      out.add(indent + "  ", "subject " + member_text(subject, "name") + " sha256:" +
-                                 (digest.is_object() ? member_text(digest, "sha256") : std::string()));
-    }
-  }
-  const Json predicate = statement.value("predicate", Json::object());
-  if (!predicate.is_object() || !predicate.contains("resources") || !predicate["resources"].is_array()) return;
+  if (!s.statement) return;
+  const SignedStatement& statement = s.statement->statement;
+  out.add(indent, std::string("Statement: ") + kInTotoStatementType + ", predicate " + kModelSigningPredicateType);
+  out.add(indent + "  ", "subject " + str(statement.subject_name) + " sha256:" + str(statement.subject_sha256));
+  out.add(indent + "  ", "serialization " + str(statement.method) + ", " + str(statement.hash_type) +
+                             (statement.allow_symlinks ? ", symlinks allowed" : ""));
   TextTable table({{"file"}, {"sha256"}});
-  for (const Json& resource : predicate["resources"]) {
-    if (resource.is_object()) table.add({member_text(resource, "name"), member_text(resource, "digest")});
-  }
+  for (const SignedResource& resource : statement.resources) table.add({str(resource.name), str(resource.sha256)});
   out.table(indent + "  ", table);
 }
 

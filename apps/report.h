@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "ptbundle/base/result.h"
+#include "ptbundle/bundle/manifest_json.h"
 
 namespace ptb::app {
 

@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "ptbundle/base/sha256.h"
 #include "ptbundle/bundle/manifest.h"
 #include "ptbundle/formats/segment_source.h"
 
@@ -172,7 +173,7 @@ void rewrite_manifest_digests(const fs::path& bundle) {
   REQUIRE(manifest.ok());
   for (auto& part : manifest->parts) {
     for (auto& file : part.files) {
-      auto digest = sha256_file_hex((bundle / file.path).string());
+      auto digest = sha256_file((bundle / file.path).string());
       REQUIRE(digest.ok());
       file.sha256 = *digest;
       file.size = fs::file_size(bundle / file.path);

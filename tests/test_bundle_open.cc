@@ -45,7 +45,7 @@ void relist(const fs::path& bundle, const std::string& relative) {
     for (ManifestFile& listed : part.files) {
       if (listed.path != relative) continue;
       listed.size = file->size();
-      listed.sha256 = sha256_mapped_range(*file, 0, file->size());
+      listed.sha256 = *sha256_file_range(*file, 0, file->size());
     }
   }
   REQUIRE(write_manifest(bundle.string(), *manifest).ok());

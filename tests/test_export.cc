@@ -31,7 +31,7 @@ const char* kSm80WeightsSha = "124491882eea639cb3cee15d51d0f96e386ebde725e6e60b4
 const char* kSm86WeightsSha = "ff4bdf912fafe715b1a8b56113dd4c3b0f92bb2fc051f390b419cdb4537405d3";
 
 std::string file_sha(const fs::path& path) {
-  auto digest = sha256_file_hex(path.string());
+  auto digest = sha256_file(path.string());
   REQUIRE(digest.ok());
   return *digest;
 }

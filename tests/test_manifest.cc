@@ -3,6 +3,7 @@
 
 #include "ptbundle/bundle/manifest.h"
 #include "support.h"
+#include "ptbundle/bundle/manifest_json.h"
 
 using namespace ptb;
 using ptb::test::TempDir;

@@ -19,6 +19,7 @@
 #include "ptbundle/cuda/run_part.h"
 #include "support.h"
 #include "variant_exports.h"
+#include "ptbundle/fb/program_generated.h"
 
 using namespace ptb;
 using ptb::test::error_of;

@@ -4,6 +4,7 @@
 // at different commas and looked for a lone program's data file three ways).
 #include <set>
 
+#include "ptbundle/base/sha256.h"
 #include "ptbundle/cuda/gpu_check.h"
 #include "ptbundle/cuda/run_part.h"
 #include "ptbundle/export/export.h"
@@ -21,7 +22,7 @@ using namespace ptb::test;
 namespace {
 
 std::string file_sha(const fs::path& path) {
-  auto digest = sha256_file_hex(path.string());
+  auto digest = sha256_file(path.string());
   REQUIRE(digest.ok());
   return *digest;
 }

@@ -3,6 +3,7 @@
 // field with ExecuTorch's own reading of it (dump.json).
 #include "fixture_dump.h"
 #include "ptbundle/formats/pte.h"
+#include "ptbundle/fb/program_generated.h"
 
 using namespace ptb;
 using namespace ptb::test;

@@ -193,7 +193,7 @@ TEST_CASE("sign: ExecuTorch's content-addressed keys are found and hashed as dum
   REQUIRE(digests.ok());
   REQUIRE(digests->files.size() == 2);
   for (const auto& file : digests->files) {
-    CHECK(file.sha256 == *sha256_file_hex((dir / file.path).string()));
+    CHECK(file.sha256 == *sha256_file((dir / file.path).string()));
   }
   const FileDigest* pte = digests->find("model.pte");
   REQUIRE(pte);
@@ -223,7 +223,7 @@ TEST_CASE("sign: large files and large blobs hash as plain SHA-256 does, on ever
     auto digests = hash_folder(dir.path().string(), options);
     REQUIRE(digests.ok());
     REQUIRE(digests->files.size() == 3);
-    for (const auto& file : digests->files) CHECK(file.sha256 == *sha256_file_hex((dir / file.path).string()));
+    for (const auto& file : digests->files) CHECK(file.sha256 == *sha256_file((dir / file.path).string()));
     const FileDigest* ptd = digests->find("big.ptd");
     REQUIRE(ptd);
     REQUIRE(ptd->content_keys.size() == 2);
@@ -267,7 +267,7 @@ TEST_CASE("sign: a signed bundle verifies with its key, and the CLI says who sig
   CHECK(text.exit_code == 0);
   CHECK(contains(text.out, signed_report.key_fingerprint));
   // The fingerprint is the SHA-256 of the public key's PEM, as documented.
-  CHECK(signed_report.key_fingerprint == *sha256_file_hex(keys.pub.string()));
+  CHECK(signed_report.key_fingerprint == *sha256_file(keys.pub.string()));
 
   // A key directory (public keys only: a private key there is refused); and a
   // key given for an unsigned bundle fails.
@@ -486,7 +486,7 @@ TEST_CASE("sign: hostile signature files are refused with a message, never a cra
   };
   std::string huge = std::string(kSigstoreBundleMediaType) + std::string(kMaxSignatureFileBytes, ' ');
   refused("{\"mediaType\": \"" + huge + "\"}", "under 1 MiB");
-  refused(std::string(100000, '[') + kSigstoreBundleMediaType + std::string(100000, ']'), "nested more than 32 deep");
+  refused(std::string(100000, '[') + kSigstoreBundleMediaType + std::string(100000, ']'), "nested more than 64 levels deep");
   refused(std::string("{\"mediaType\": \"") + kSigstoreBundleMediaType + "\"", "not valid JSON");
 
   auto edited = [&](const std::function<void(nlohmann::ordered_json&)>& edit) {
@@ -505,7 +505,7 @@ TEST_CASE("sign: hostile signature files are refused with a message, never a cra
     return base64_encode(Bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
   };
   refused(edited([&](auto& j) { j["dsseEnvelope"]["payload"] = payload_of("{\"_type\": 3}"); }), "_type: is number");
-  refused(edited([&](auto& j) { j["dsseEnvelope"]["payload"] = payload_of(std::string(50, '[')); }), "nested more than 32 deep");
+  refused(edited([&](auto& j) { j["dsseEnvelope"]["payload"] = payload_of(std::string(70, '[')); }), "nested more than 64 levels deep");
 }
 
 TEST_CASE("sign: a writer that changes a signed bundle removes the signature and says so") {
@@ -552,7 +552,8 @@ TEST_CASE("sign: inspect shows the signature's statement; sign --json and verify
   auto folder = run_cli("inspect --json " + quote(bundle));
   REQUIRE_MESSAGE(folder.exit_code == 0, folder.err);
   const auto inspect_json = nlohmann::json::parse(folder.out);
-  CHECK(inspect_json["files"][0]["signature"]["statement"]["predicateType"] == kModelSigningPredicateType);
+  CHECK(inspect_json["files"][0]["signature"]["statement"]["predicate_type"] == kModelSigningPredicateType);
+  CHECK(inspect_json["files"][0]["signature"]["statement"]["resources"].size() >= 2);
   auto folder_text = run_cli("inspect " + quote(bundle));
   CHECK(contains(folder_text.out, "Signature: bundle.sig"));
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "ptbundle/base/sha256.h"
 #include "ptbundle/formats/cuda_payload.h"
 #include "ptbundle/export/export.h"
 #include "ptbundle/cuda/gpu_check.h"
@@ -71,7 +72,7 @@ std::string describe(const VerifyReport& report) {
 }
 
 std::string sha_of(const fs::path& path) {
-  auto digest = sha256_file_hex(path.string());
+  auto digest = sha256_file(path.string());
   REQUIRE(digest.ok());
   return *digest;
 }

@@ -17,17 +17,12 @@
 
 #include "gemm.h"
 #include "shim_support.h"
+#include "ptbundle/base/text.h"
 
 namespace ptb::builtin {
 namespace {
 
 constexpr uint64_t kScoreBytes = 256ull << 20;
-
-std::string dims_text(const std::vector<int64_t>& sizes) {
-  std::string text = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
-  return text + "]";
-}
 
 // A new GPU tensor of `sizes` with `strides`, in order on the current stream.
 Result<Tensor> new_gpu(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int32_t dtype,
@@ -37,7 +32,7 @@ Result<Tensor> new_gpu(const std::vector<int64_t>& sizes, const std::vector<int6
   t.strides = strides;
   t.dtype = dtype;
   auto elements = storage_elements_needed(sizes, strides, 0);
-  if (!elements) return invalid("sizes " + dims_text(sizes) + " overflow");
+  if (!elements) return invalid("sizes " + shape_text(sizes) + " overflow");
   std::string why;
   t.storage = allocate(*elements * *scalar_type_size(dtype), kDeviceCuda, device, why);
   if (!t.storage) return invalid(why);
@@ -131,7 +126,7 @@ Status check_request(const AttentionRequest& r) {
   const auto& k = r.k->sizes;
   const auto& v = r.v->sizes;
   if (k[0] != q[0] || v[0] != q[0] || k[1] != q[1] || v[1] != q[1] || k[3] != q[3] || v[2] != k[2]) {
-    return invalid("query " + dims_text(q) + ", key " + dims_text(k) + ", value " + dims_text(v) +
+    return invalid("query " + shape_text(q) + ", key " + shape_text(k) + ", value " + shape_text(v) +
                    " do not fit (the same batch and heads, key and query of one dim, key and value of one length)");
   }
   if (r.dropout != 0) return invalid("dropout " + std::to_string(r.dropout) + "; attention dropout is for training");
@@ -183,8 +178,8 @@ Status attend(const AttentionRequest& r, const Tensor& out, float* lse, const in
       if (d < lead) continue;
       const int64_t size = r.bias->sizes[d - lead];
       if (size != 1 && size != want[d]) {
-        return invalid("attention bias " + dims_text(r.bias->sizes) + " does not broadcast to " +
-                       dims_text({B, H, Lq, Lk}));
+        return invalid("attention bias " + shape_text(r.bias->sizes) + " does not broadcast to " +
+                       shape_text(std::vector<int64_t>{B, H, Lq, Lk}));
       }
       rows.bias_strides[d] = size == 1 ? 0 : r.bias->strides[d - lead];
     }

@@ -24,6 +24,7 @@
 #include "gemm.h"
 #include "kernels.h"
 #include "shim_support.h"
+#include "ptbundle/base/text.h"
 
 namespace ptb::builtin {
 namespace {
@@ -362,12 +363,6 @@ Status matmul_into(const Tensor& out, const Tensor& a_tensor, const Tensor& b_te
   return run_product(p, device, stream);
 }
 
-std::string dims_text(const std::vector<int64_t>& sizes) {
-  std::string text = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
-  return text + "]";
-}
-
 // The checks every GEMM shim makes: dtypes, devices and sizes agree.
 std::string check_operands(const Tensor& out, const Tensor& a, const Tensor& b, size_t dims) {
   for (const Tensor* t : {&out, &a, &b}) {
@@ -379,14 +374,14 @@ std::string check_operands(const Tensor& out, const Tensor& a, const Tensor& b, 
   const size_t r = dims - 2, c = dims - 1;
   if (a.sizes[c] != b.sizes[r] || out.sizes[r] != a.sizes[r] || out.sizes[c] != b.sizes[c] ||
       (dims == 3 && (a.sizes[0] != out.sizes[0] || b.sizes[0] != out.sizes[0]))) {
-    return "shapes " + dims_text(a.sizes) + " @ " + dims_text(b.sizes) + " into " + dims_text(out.sizes);
+    return "shapes " + shape_text(a.sizes) + " @ " + shape_text(b.sizes) + " into " + shape_text(out.sizes);
   }
   return "";
 }
 
 // `self` broadcast into `out` (ATen's expand), as addmm and baddbmm start.
 std::string broadcast_into(const Tensor& out, const Tensor& self) {
-  if (self.sizes.size() > out.sizes.size()) return "the added tensor " + dims_text(self.sizes) + " has more dimensions than " + dims_text(out.sizes);
+  if (self.sizes.size() > out.sizes.size()) return "the added tensor " + shape_text(self.sizes) + " has more dimensions than " + shape_text(out.sizes);
   Tensor expanded = self;
   const size_t lead = out.sizes.size() - self.sizes.size();
   expanded.sizes = out.sizes;
@@ -394,7 +389,7 @@ std::string broadcast_into(const Tensor& out, const Tensor& self) {
   for (size_t i = 0; i < self.sizes.size(); ++i) {
     const int64_t size = self.sizes[i];
     if (size != out.sizes[lead + i] && size != 1) {
-      return "the added tensor " + dims_text(self.sizes) + " does not broadcast to " + dims_text(out.sizes);
+      return "the added tensor " + shape_text(self.sizes) + " does not broadcast to " + shape_text(out.sizes);
     }
     expanded.strides[lead + i] = size == 1 ? 0 : self.strides[i];
   }

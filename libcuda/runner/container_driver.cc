@@ -14,6 +14,7 @@
 #include "runner/cuda_error.h"
 #include "runner/model_constants.h"
 #include "runner/stager.h"
+#include "ptbundle/base/text.h"
 
 namespace ptb::detail {
 namespace {
@@ -106,12 +107,6 @@ class FirstCallChecks {
   static constexpr const char* kName = "AOTI_RUNTIME_CHECK_INPUTS";
   bool set_ = false;
 };
-
-std::string shape_text(const std::vector<int64_t>& sizes) {
-  std::string text = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
-  return text + "]";
-}
 
 std::vector<int64_t> signed_sizes(const std::vector<uint64_t>& shape) {
   return std::vector<int64_t>(shape.begin(), shape.end());

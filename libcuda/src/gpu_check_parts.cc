@@ -17,6 +17,7 @@
 #include "ptbundle/kernels/aoti_shims.h"
 #include "ptbundle/kernels/elf_imports.h"
 #include "ptbundle/kernels/kernel_images.h"
+#include "ptbundle/base/text.h"
 
 namespace ptb {
 namespace {
@@ -57,17 +58,15 @@ std::set<std::string> target_names(const std::vector<KernelImage>& images) {
   return names;
 }
 
-std::string join(const std::set<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out.empty() ? "no GPU code" : out;
+std::string targets_text(const std::set<std::string>& items) {
+  return items.empty() ? "no GPU code" : join(items, ", ");
 }
 
 std::string holdings(const CudaUnit& unit) {
   std::string out;
   for (const Library& library : unit.libraries) {
     out += (out.empty() ? "" : "; ") + library.label + ": " +
-           (library.scanned ? join(target_names(library.images)) : std::string("unreadable"));
+           (library.scanned ? targets_text(target_names(library.images)) : std::string("unreadable"));
   }
   return out;
 }
@@ -171,7 +170,7 @@ void check_recorded_targets(const VerifySubject& subject, const std::vector<Cuda
     }
   }
   if (!subject.manifest) {
-    checks.pass(checks::kKernelTargets, subject.label, "the libraries hold " + join(found));
+    checks.pass(checks::kKernelTargets, subject.label, "the libraries hold " + targets_text(found));
     return;
   }
   if (subject.target && subject.manifest->cuda) {
@@ -184,29 +183,29 @@ void check_recorded_targets(const VerifySubject& subject, const std::vector<Cuda
     const bool listed = std::all_of(found.begin(), found.end(), [&](const std::string& name) { return recorded.count(name) > 0; });
     if (!own || !listed) {
       checks.fail(checks::kKernelTargets, subject.label,
-                  "bundle.json lists it as the " + *subject.target + " program and records kernel targets " + join(recorded) +
-                      " for the part; its libraries hold " + join(found) + "; merge the bundles again");
+                  "bundle.json lists it as the " + *subject.target + " program and records kernel targets " + targets_text(recorded) +
+                      " for the part; its libraries hold " + targets_text(found) + "; merge the bundles again");
       return;
     }
     checks.pass(checks::kKernelTargets, subject.label,
-                "the libraries hold " + join(found) + ": its target, and among those bundle.json records");
+                "the libraries hold " + targets_text(found) + ": its target, and among those bundle.json records");
     return;
   }
   if (!subject.manifest->cuda) {
     checks.fail(checks::kKernelTargets, subject.label,
                 "bundle.json records no CUDA information (\"cuda\": null), but the program has CUDA delegates "
-                "whose libraries hold " + join(found) + "; export the part again");
+                "whose libraries hold " + targets_text(found) + "; export the part again");
     return;
   }
   std::set<std::string> recorded;
   for (const KernelTarget& target : subject.manifest->cuda->kernel_targets) recorded.insert(target.target + " " + target.kind);
   if (recorded != found) {
     checks.fail(checks::kKernelTargets, subject.label,
-                "bundle.json records kernel targets " + join(recorded) + "; the libraries hold " + join(found) +
+                "bundle.json records kernel targets " + targets_text(recorded) + "; the libraries hold " + targets_text(found) +
                     "; export the part again");
     return;
   }
-  checks.pass(checks::kKernelTargets, subject.label, "the libraries hold " + join(found) + ", as bundle.json records");
+  checks.pass(checks::kKernelTargets, subject.label, "the libraries hold " + targets_text(found) + ", as bundle.json records");
 }
 
 // Returns whether it runs.

@@ -16,13 +16,12 @@
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/integrity/integrity.h"
 #include "ptbundle/program/program_argument.h"
+#include "ptbundle/base/text.h"
 
 namespace ptb {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string key_text(const std::string& key) { return "'" + key + "'"; }
 
 // The bytes a strided view reaches (weight_view_bytes, verify's rule), as
 // ExecuTorch's CudaWeightCache checks them before it binds a weight.
@@ -45,7 +44,7 @@ Result<Bytes> named_bytes(const ProgramWithData& source, const std::string& part
   if (auto found = source.find(key)) return found->bytes;
   std::string where = source.ptd() ? source.ptd()->path() + " (or " + source.pte().name() + ")" : source.pte().name();
   std::string hint = source.ptd() ? "" : "; no data file was found beside it";
-  return invalid(where + ": no entry " + key_text(key) + ", the " + what + " of part " + part + hint);
+  return invalid(where + ": no entry " + in_quotes(key) + ", the " + what + " of part " + part + hint);
 }
 
 Status resolve_weights(const ProgramWithData& source, const std::string& name, const CudaPayload& payload,
@@ -53,7 +52,7 @@ Status resolve_weights(const ProgramWithData& source, const std::string& name, c
   if (payload.form != CudaPayloadForm::MultiVariant) {
     if (payload.weights_key.empty()) return {};
     if (!source.ptd() && !source.pte().find_named_data(payload.weights_key)) {
-      return invalid(source.pte().name() + ": the weights blob " + key_text(payload.weights_key) + " of part " + name +
+      return invalid(source.pte().name() + ": the weights blob " + in_quotes(payload.weights_key) + " of part " + name +
                      " is in no data file: none was found beside it");
     }
     PTB_TRY(Bytes blob, named_bytes(source, name, payload.weights_key, "weights blob"));
@@ -71,7 +70,7 @@ Status resolve_weights(const ProgramWithData& source, const std::string& name, c
     PTB_CHECK(check_weight_view(weight, source.pte().name()));
     PTB_TRY(Bytes bytes, named_bytes(source, name, weight.storage_key, "weight '" + weight.fqn + "'"));
     if (bytes.size() != weight.storage_nbytes) {
-      return invalid(source.find(weight.storage_key)->file + ": entry " + key_text(weight.storage_key) + " holds " +
+      return invalid(source.find(weight.storage_key)->file + ": entry " + in_quotes(weight.storage_key) + " holds " +
                      std::to_string(bytes.size()) + " bytes; weight '" + weight.fqn + "' of part " + name + " needs " +
                      std::to_string(weight.storage_nbytes));
     }

@@ -19,6 +19,7 @@
 #include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/pte_writer.h"
 #include "ptbundle/signing/sign_bundle.h"
+#include "ptbundle/base/sha256.h"
 
 namespace ptb {
 namespace {
@@ -167,7 +168,7 @@ class PartWriter {
 
   Status finish_hash(WrittenFile& file) {
     file.entry.size = file.output->position();
-    PTB_TRY(file.entry.sha256, sha256_file_hex(file.output->temp_path()));
+    PTB_TRY(file.entry.sha256, sha256_file(file.output->temp_path()));
     return {};
   }
 
@@ -176,7 +177,7 @@ class PartWriter {
   // source: the digest costs no extra wall time beyond the copy.
   Status copy_whole(WrittenFile& file, const MappedFile& source) {
     Result<std::string> digest = std::string();
-    std::thread hasher([&] { digest = sha256_range_hex(source, 0, source.size()); });
+    std::thread hasher([&] { digest = sha256_file_range(source, 0, source.size()); });
     auto copied = SegmentSource::file_range(source, 0, source.size()).write_to(*file.output, progress_for(file));
     hasher.join();
     PTB_CHECK(copied);

@@ -208,7 +208,7 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
   if (request.example->outputs.empty()) PTB_CHECK(outputs_from_wrapper(request, package, model, spec, part));
 
   PTB_TRY(const MappedFile* library, extract(part, package, model.wrapper_library, scratch_dir, "library.so"));
-  PTB_TRY(auto library_hash, sha256_range_hex(*library, 0, library->size()));
+  PTB_TRY(auto library_hash, sha256_file_range(*library, 0, library->size()));
   PTB_CHECK(apply_dynamic_bounds(request, package, model, *library, spec, part));
   // A program without weights (check_cuda_package_model let it through only
   // when its wrapper declares no constants) has an empty blob or none: its
@@ -219,7 +219,7 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
   std::string weights_hash = to_hex(sha256({}));
   if (blob_entry && blob_entry->size > 0) {
     PTB_TRY(const MappedFile* weights, extract(part, package, *model.weights_blob, scratch_dir, "weights.blob"));
-    PTB_TRY(weights_hash, sha256_range_hex(*weights, 0, weights->size()));
+    PTB_TRY(weights_hash, sha256_file_range(*weights, 0, weights->size()));
     weights_source = SegmentSource::file_range(*weights, 0, weights->size());
   } else {
     part.notes.push_back(request.program + ": the program has no weights (its wrapper declares no constants)");

@@ -16,51 +16,32 @@ namespace fs = std::filesystem;
 
 constexpr const char* kDataNameSpec = "data_name";
 
-// A key the program reads from named data, and who needs it.
-struct KeyNeed {
-  std::string key;
-  std::optional<uint64_t> size;
-  std::string who;
-  bool library = false;  // a CUDA shared object, scanned for kernel targets
-};
-
-Result<std::vector<KeyNeed>> keys_needed(const ProgramWithData& program) {
+// Every key the program reads from named data: its delegates' (payload_keys,
+// `what` prefixed with the delegate) and its external tensors'.
+Result<std::vector<PayloadKey>> keys_needed(const ProgramWithData& program) {
   const PteFile& pte = program.pte();
-  std::vector<KeyNeed> needs;
+  std::vector<PayloadKey> needs;
   for (const CudaDelegate& delegate : program.cuda_delegates()) {
-    std::string who = delegate.where + " (CudaBackend)";
     PTB_TRY(const CudaPayload* payload, delegate.decoded());
-    if (payload->form == CudaPayloadForm::MultiVariant) {
-      for (const auto& variant : payload->variants) needs.push_back({variant.so_key, std::nullopt, who, true});
-      for (const auto& weight : payload->weights) needs.push_back({weight.storage_key, weight.storage_nbytes, who, false});
-    } else {
-      needs.push_back({payload->so_key, std::nullopt, who, true});
-      needs.push_back({payload->weights_key, std::nullopt, who, false});
+    for (PayloadKey key : payload_keys(*payload)) {
+      key.what = delegate.where + " (CudaBackend), " + key.what + ",";
+      needs.push_back(std::move(key));
     }
   }
   // Tensors whose data ExecuTorch loads from a data file by name.
   const auto* plans = pte.program().execution_plan();
   for (size_t p = 0; plans && p < plans->size(); ++p) {
-    const auto* values = plans->Get(static_cast<flatbuffers::uoffset_t>(p))->values();
+    const auto* plan = plans->Get(static_cast<flatbuffers::uoffset_t>(p));
+    const auto* values = plan->values();
     for (size_t v = 0; values && v < values->size(); ++v) {
       const auto* tensor = values->Get(static_cast<flatbuffers::uoffset_t>(v))->val_as_Tensor();
       if (!tensor || !tensor->extra_tensor_info() || !tensor->extra_tensor_info()->fully_qualified_name()) continue;
       if (tensor->extra_tensor_info()->location() != fb::TensorDataLocation::EXTERNAL) continue;
-      auto element = scalar_type_size(static_cast<int8_t>(tensor->scalar_type()));
       std::optional<uint64_t> size;
-      if (element && tensor->sizes()) {
-        uint64_t count = 1;
-        bool overflow = false;
-        for (int32_t s : *tensor->sizes()) {
-          if (s < 0 || (s != 0 && count > UINT64_MAX / static_cast<uint64_t>(s))) overflow = true;
-          else count *= static_cast<uint64_t>(s);
-        }
-        if (!overflow && count <= UINT64_MAX / *element) size = count * *element;
-      }
-      needs.push_back({tensor->extra_tensor_info()->fully_qualified_name()->str(), size,
-                       pte.name() + ": " + plans->Get(static_cast<flatbuffers::uoffset_t>(p))->name()->str() +
-                           " value " + std::to_string(v) + " (external tensor)",
-                       false});
+      if (tensor->sizes()) size = tensor_bytes(*tensor->sizes(), static_cast<int8_t>(tensor->scalar_type()));
+      needs.push_back({tensor->extra_tensor_info()->fully_qualified_name()->str(),
+                       pte.name() + ": " + plan->name()->str() + " value " + std::to_string(v) + " (external tensor)",
+                       false, size});
     }
   }
   return needs;
@@ -127,18 +108,18 @@ Result<PreparedPart> prepare_executorch_part(const PartRequest& request) {
   for (const auto& need : needs) {
     auto found = program.find(need.key);
     if (!found && !ptd) {
-      return invalid(need.who + " needs the key \"" + need.key + "\", which " + request.program +
+      return invalid(need.what + " needs the key \"" + need.key + "\", which " + request.program +
                      " does not hold, and no data file was given or found beside it; expected --part " + request.name +
                      "=" + request.program + ",DATA.ptd");
     }
     if (!found) {
-      return invalid(need.who + " needs the key \"" + need.key + "\", which neither " + request.program + " nor " +
+      return invalid(need.what + " needs the key \"" + need.key + "\", which neither " + request.program + " nor " +
                      ptd->path() + " holds; expected the data file exported with this program");
     }
     const Bytes bytes = found->bytes;
     data_needed = data_needed || found->in_data_file;
-    if (need.size && bytes.size() != *need.size) {
-      return invalid(need.who + " needs the key \"" + need.key + "\" with " + std::to_string(*need.size) +
+    if (need.exact_size && bytes.size() != *need.exact_size) {
+      return invalid(need.what + " needs the key \"" + need.key + "\" with " + std::to_string(*need.exact_size) +
                      " bytes; the file holds " + std::to_string(bytes.size()) + " bytes under it (a data file from another export?)");
     }
     if (need.library) {

@@ -6,21 +6,10 @@
 
 #include "prepared_part.h"
 #include "ptbundle/results/tolerance.h"
+#include "ptbundle/base/text.h"
 
 namespace ptb::detail {
 namespace {
-
-std::string shape_text(const std::vector<uint64_t>& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::vector<uint64_t> copy;
-  for (int64_t v : shape) copy.push_back(static_cast<uint64_t>(v));
-  return shape_text(copy);
-}
 
 // A dynamic_bound tensor accepts any sizes up to its bounds.
 Status check_against(const NpyHeader& npy, const ValueSpec& spec, const std::string& what) {

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "ptbundle/bundle/manifest.h"
+#include "ptbundle/bundle/manifest_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -1,4 +1,5 @@
 #include "ptbundle/bundle/manifest.h"
+#include "ptbundle/bundle/manifest_json.h"
 
 #include <algorithm>
 #include <cmath>
@@ -125,15 +126,21 @@ Json value_json(const ManifestValue& value) {
   return out;
 }
 
+}  // namespace
+
+void to_json(Json& json, const ManifestFile& file) {
+  json = {{"role", file_role_name(file.role)}, {"path", file.path}, {"size", file.size}, {"sha256", file.sha256}};
+  if (file.target) json["target"] = *file.target;
+}
+
+namespace {
+
 Json part_json(const ManifestPart& part) {
   Json out;
   out["name"] = part.name;
   out["source"] = {{"kind", part.source.kind}, {"files", part.source.files}};
   Json files = Json::array();
-  for (const auto& file : part.files) {
-    files.push_back({{"role", file_role_name(file.role)}, {"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});
-    if (file.target) files.back()["target"] = *file.target;
-  }
+  for (const auto& file : part.files) files.push_back(file);
   out["files"] = files;
   out["data_name"] = optional_json(part.data_name);
   Json methods = Json::array();
@@ -558,34 +565,10 @@ ManifestMethod manifest_method(const MethodInfo& method) {
   return out;
 }
 
-Result<Json> parse_json_bounded(std::string_view text, const std::string& name, size_t max_depth) {
-  // Brackets inside strings do not nest; a backslash escapes the next byte.
-  size_t depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth)
-        return invalid(name + ": at byte " + std::to_string(i) + ": JSON nested more than " + std::to_string(max_depth) +
-                       " levels deep; expected a ptbundle manifest (a few levels)");
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  Json json = Json::parse(text.begin(), text.end(), nullptr, false);
-  if (json.is_discarded()) return invalid(name + ": not valid JSON; expected a ptbundle manifest");
-  return json;
-}
-
 Result<Manifest> parse_manifest(std::string_view text, const std::string& name) {
   if (text.size() > kMaxManifestBytes)
     return invalid(name + ": " + std::to_string(text.size()) + " bytes; expected a manifest under 64 MiB");
-  PTB_TRY(Json json, parse_json_bounded(text, name));
+  PTB_TRY(Json json, parse_json_bounded(text, name, "a ptbundle manifest"));
   return manifest_from_json(json, name);
 }
 

@@ -8,7 +8,6 @@ namespace {
 
 constexpr std::string_view kBundleIdentifier = "BP08";
 
-std::string num(uint64_t value) { return std::to_string(value); }
 
 Result<BundledTensor> read_tensor(const fb::bpte::Tensor& tensor, const std::string& context) {
   BundledTensor out;
@@ -20,17 +19,15 @@ Result<BundledTensor> read_tensor(const fb::bpte::Tensor& tensor, const std::str
   if (!element || *element == 0) {
     return invalid(context + ": scalar type " + std::to_string(out.scalar_type) + " is unknown; expected an ExecuTorch ScalarType");
   }
-  uint64_t expected = *element;
   for (int64_t size : out.sizes) {
     if (size < 0) return invalid(context + ": size " + std::to_string(size) + " is negative; expected >= 0");
-    if (size != 0 && expected > UINT64_MAX / static_cast<uint64_t>(size)) {
-      return invalid(context + ": shape describes more than 2^64 bytes; expected a tensor that fits");
-    }
-    expected *= static_cast<uint64_t>(size);
   }
+  const std::optional<uint64_t> bytes = tensor_bytes(out.sizes, out.scalar_type);
+  if (!bytes) return invalid(context + ": shape describes more than 2^64 bytes; expected a tensor that fits");
+  const uint64_t expected = *bytes;
   if (expected != out.data.size()) {
-    return invalid(context + ": tensor of " + scalar_type_name(out.scalar_type) + " holds " + num(out.data.size()) +
-                   " bytes; expected " + num(expected) + " for its shape");
+    return invalid(context + ": tensor of " + scalar_type_name(out.scalar_type) + " holds " + std::to_string(out.data.size()) +
+                   " bytes; expected " + std::to_string(expected) + " for its shape");
   }
   return out;
 }
@@ -41,7 +38,7 @@ Result<std::vector<BundledValue>> read_values(
   if (!values) return out;
   for (flatbuffers::uoffset_t i = 0; i < values->size(); ++i) {
     const fb::bpte::Value* value = values->Get(i);
-    std::string here = context + "[" + num(i) + "]";
+    std::string here = context + "[" + std::to_string(i) + "]";
     BundledValue v;
     // The verifier accepts a union whose type is set but whose table is absent.
     if (!value->val()) return invalid(here + ": value has no contents; expected a tensor, int, bool or double");
@@ -94,7 +91,7 @@ Result<BpteFile> BpteFile::parse(MappedFile file) {
   bpte.file_ = std::make_shared<const MappedFile>(std::move(file));
   Bytes data = bpte.file_->bytes();
   if (data.size() < 8) {
-    return invalid(path + ": " + num(data.size()) +
+    return invalid(path + ": " + std::to_string(data.size()) +
                    " bytes is too short for a bundled program; expected at least 8 (root offset and file identifier 'BP08')");
   }
   if (!detail::has_text_at(data, 4, kBundleIdentifier)) {
@@ -102,7 +99,7 @@ Result<BpteFile> BpteFile::parse(MappedFile file) {
                    "'; expected 'BP08' (an ExecuTorch bundled program)");
   }
   if (!detail::verifiable_size(data.size())) {
-    return invalid(path + ": " + num(data.size()) + " bytes is too large for a bundled program; expected less than 2 GiB");
+    return invalid(path + ": " + std::to_string(data.size()) + " bytes is too large for a bundled program; expected less than 2 GiB");
   }
   flatbuffers::Verifier verifier(data.data(), data.size(), detail::verifier_options(data.size()));
   if (!fb::bpte::VerifyBundledProgramBuffer(verifier)) {
@@ -119,7 +116,7 @@ Result<BpteFile> BpteFile::parse(MappedFile file) {
   if (const auto* suites = root->method_test_suites()) {
     for (flatbuffers::uoffset_t s = 0; s < suites->size(); ++s) {
       const fb::bpte::BundledMethodTestSuite* suite = suites->Get(s);
-      if (!suite->method_name()) return invalid(path + ": test suite " + num(s) + " has no method name; expected one");
+      if (!suite->method_name()) return invalid(path + ": test suite " + std::to_string(s) + " has no method name; expected one");
       BundledTestSuite out;
       out.method_name = suite->method_name()->str();
       std::string context = path + ": test suite '" + detail::show_text(out.method_name) + "'";
@@ -128,7 +125,7 @@ Result<BpteFile> BpteFile::parse(MappedFile file) {
       }
       if (const auto* cases = suite->test_cases()) {
         for (flatbuffers::uoffset_t c = 0; c < cases->size(); ++c) {
-          std::string here = context + " case " + num(c);
+          std::string here = context + " case " + std::to_string(c);
           BundledTestCase test;
           PTB_TRY(test.inputs, read_values(cases->Get(c)->inputs(), here + " input"));
           PTB_TRY(test.expected_outputs, read_values(cases->Get(c)->expected_outputs(), here + " expected output"));

@@ -10,6 +10,8 @@
 // its runtime accepts too.
 #include "ptbundle/formats/cuda_payload.h"
 
+#include "ptbundle/base/text.h"
+
 #include <algorithm>
 #include <set>
 #include <string_view>
@@ -24,7 +26,6 @@ constexpr uint32_t kMaxVariants = 256;
 constexpr uint32_t kMaxWeights = 1u << 20;
 constexpr uint32_t kMaxDims = 64;
 
-std::string num(uint64_t value) { return std::to_string(value); }
 
 // Reads fields in order and fails, naming the byte offset, on any field that
 // runs past the end.
@@ -37,7 +38,7 @@ class PayloadReader {
   bool at_end() const { return offset_ == data_.size(); }
 
   Error error(const std::string& what) const {
-    return invalid(context_ + ": CUDA payload at byte " + num(offset_) + ": " + what);
+    return invalid(context_ + ": CUDA payload at byte " + std::to_string(offset_) + ": " + what);
   }
 
   Result<uint32_t> u32(const char* field) {
@@ -58,7 +59,7 @@ class PayloadReader {
     PTB_TRY(uint32_t length, u32(field));
     PTB_CHECK(need(length, field));
     Bytes bytes = data_.subspan(offset_, length);
-    if (!detail::valid_utf8(bytes)) return error(std::string(field) + " is not valid UTF-8");
+    if (!is_utf8(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()))) return error(std::string(field) + " is not valid UTF-8");
     offset_ += length;
     return std::string(bytes.begin(), bytes.end());
   }
@@ -66,7 +67,7 @@ class PayloadReader {
  private:
   Status need(uint64_t size, const char* field) const {
     if (data_.size() - offset_ < size) {
-      return error(std::string(field) + " needs " + num(size) + " bytes but only " + num(data_.size() - offset_) +
+      return error(std::string(field) + " needs " + std::to_string(size) + " bytes but only " + std::to_string(data_.size() - offset_) +
                    " remain; the payload is truncated");
     }
     return {};
@@ -93,12 +94,12 @@ Status check_variants(const std::vector<CudaVariant>& variants, const std::strin
     if (variant.so_key.empty()) return fail("variant has an empty library key");
     return {};
   }
-  if (fallbacks > 1) return fail(num(fallbacks) + " fallback variants; expected at most one");
+  if (fallbacks > 1) return fail(std::to_string(fallbacks) + " fallback variants; expected at most one");
   std::set<uint32_t> native_sms;
   for (const auto& variant : variants) {
-    std::string which = "variant sm_" + num(variant.target_sm);
+    std::string which = "variant sm_" + std::to_string(variant.target_sm);
     if (variant.ptx_compute > variant.target_sm) {
-      return fail(which + " has PTX for compute_" + num(variant.ptx_compute) + "; expected PTX no newer than its target");
+      return fail(which + " has PTX for compute_" + std::to_string(variant.ptx_compute) + "; expected PTX no newer than its target");
     }
     if (variant.so_key.empty()) return fail(which + " has an empty library key");
     if (variant.fallback_only) {
@@ -106,7 +107,7 @@ Status check_variants(const std::vector<CudaVariant>& variants, const std::strin
       continue;
     }
     if (variants.size() > 1 && variant.ptx_compute != 0) {
-      return fail(which + " carries PTX (compute_" + num(variant.ptx_compute) +
+      return fail(which + " carries PTX (compute_" + std::to_string(variant.ptx_compute) +
                   ") beside other variants; expected PTX only in the one fallback variant");
     }
     if (!native_sms.insert(variant.target_sm).second) return fail(which + " appears twice; expected one library per SM");
@@ -128,7 +129,7 @@ Result<CudaWeight> read_weight(PayloadReader& reader) {
   weight.storage_offset = static_cast<int64_t>(storage_offset);
   std::string which = "weight '" + detail::show_text(weight.fqn) + "'";
   if (weight.fqn.empty() || weight.storage_key.empty()) return reader.error("a weight has an empty fqn or storage key");
-  if (ndim > kMaxDims) return reader.error(which + " has " + num(ndim) + " dimensions; expected at most 64");
+  if (ndim > kMaxDims) return reader.error(which + " has " + std::to_string(ndim) + " dimensions; expected at most 64");
   for (uint32_t i = 0; i < ndim; ++i) {
     PTB_TRY(uint64_t size, reader.u64("weight sizes"));
     weight.sizes.push_back(static_cast<int64_t>(size));
@@ -151,14 +152,14 @@ Result<CudaPayload> decode_multi_variant(Bytes payload, const std::string& conte
   out.form = CudaPayloadForm::MultiVariant;
   PTB_TRY(uint32_t variant_count, reader.u32("variant count"));
   if (variant_count == 0 || variant_count > kMaxVariants) {
-    return reader.error("variant count " + num(variant_count) + " is out of range; expected 1 to 256");
+    return reader.error("variant count " + std::to_string(variant_count) + " is out of range; expected 1 to 256");
   }
   for (uint32_t i = 0; i < variant_count; ++i) {
     CudaVariant variant;
     PTB_TRY(variant.target_sm, reader.u32("variant target_sm"));
     PTB_TRY(variant.ptx_compute, reader.u32("variant ptx_compute"));
     PTB_TRY(uint32_t flags, reader.u32("variant flags"));
-    if (flags & ~1u) return reader.error("variant flags " + num(flags) + " set unknown bits; expected 0 or 1");
+    if (flags & ~1u) return reader.error("variant flags " + std::to_string(flags) + " set unknown bits; expected 0 or 1");
     variant.fallback_only = (flags & 1u) != 0;
     PTB_TRY(variant.so_key, reader.str("variant library key"));
     out.variants.push_back(std::move(variant));
@@ -166,14 +167,14 @@ Result<CudaPayload> decode_multi_variant(Bytes payload, const std::string& conte
   PTB_CHECK(check_variants(out.variants, context));
   PTB_TRY(uint32_t weight_count, reader.u32("weight count"));
   if (weight_count > kMaxWeights) {
-    return reader.error("weight count " + num(weight_count) + " is too large; expected at most 1048576");
+    return reader.error("weight count " + std::to_string(weight_count) + " is too large; expected at most 1048576");
   }
   for (uint32_t i = 0; i < weight_count; ++i) {
     PTB_TRY(auto weight, read_weight(reader));
     out.weights.push_back(std::move(weight));
   }
   if (!reader.at_end()) {
-    return reader.error(num(payload.size() - reader.offset()) +
+    return reader.error(std::to_string(payload.size() - reader.offset()) +
                         " bytes follow the last weight; expected the payload to end there");
   }
   return out;
@@ -189,7 +190,7 @@ Result<CudaPayload> decode_single_blob(Bytes payload, const std::string& context
     return !part.empty();
   };
   if (newline == std::string_view::npos || !printable(text.substr(0, newline)) || !printable(text.substr(newline + 1))) {
-    return invalid(context + ": CUDA payload of " + num(payload.size()) + " bytes starting '" +
+    return invalid(context + ": CUDA payload of " + std::to_string(payload.size()) + " bytes starting '" +
                    detail::show_bytes(payload.first(std::min<size_t>(payload.size(), 16))) +
                    "' is not a known form; expected empty, '<so_key>\\n<weights_key>' or 'ETCUDAFQN0'");
   }
@@ -280,6 +281,24 @@ std::vector<VariantTarget> variant_targets(const std::vector<CudaVariant>& varia
   for (const CudaVariant& variant : variants)
     targets.push_back({variant.target_sm, variant.ptx_compute, variant.fallback_only});
   return targets;
+}
+
+std::vector<PayloadKey> payload_keys(const CudaPayload& payload) {
+  std::vector<PayloadKey> keys;
+  if (payload.form != CudaPayloadForm::MultiVariant) {
+    keys.push_back({payload.so_key, "the library", true, {}});
+    if (!payload.weights_key.empty()) keys.push_back({payload.weights_key, "the weights blob", false, {}});
+    return keys;
+  }
+  for (size_t v = 0; v < payload.variants.size(); ++v) {
+    const CudaVariant& variant = payload.variants[v];
+    std::string target = variant.target_sm ? "sm_" + std::to_string(variant.target_sm) : "no recorded target";
+    if (variant.ptx_compute) target += " + compute_" + std::to_string(variant.ptx_compute) + " PTX";
+    keys.push_back({variant.so_key, "the library of variant " + std::to_string(v) + " (" + target + ")", true, {}});
+  }
+  for (const CudaWeight& weight : payload.weights)
+    keys.push_back({weight.storage_key, "the storage of weight " + in_quotes(weight.fqn), false, weight.storage_nbytes});
+  return keys;
 }
 
 }  // namespace ptb

@@ -2,6 +2,7 @@
 // whose indices were all checked, so nothing here can go out of range.
 #include "ptbundle/formats/pte.h"
 #include "formats/wire.h"
+#include "ptbundle/fb/program_generated.h"
 
 namespace ptb {
 namespace {
@@ -103,7 +104,7 @@ bool CompileSpecEntry::is_text() const {
     if (byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') return false;
     if (byte == 0x7f) return false;
   }
-  return detail::valid_utf8(Bytes(value.data(), value.size()));
+  return is_utf8(std::string_view(reinterpret_cast<const char*>(value.data()), value.size()));
 }
 
 const CompileSpecEntry* DelegateInfo::find_spec(std::string_view key) const {

@@ -3,6 +3,8 @@
 #include <array>
 #include <cstring>
 
+#include "ptbundle/base/dtype.h"
+
 namespace ptb {
 namespace {
 
@@ -223,12 +225,9 @@ Result<NpyHeader> parse_npy_header(Bytes bytes, const std::string& name) {
   if (dict.fortran_order)
     return invalid(name + ": header key 'fortran_order': True is not supported; expected a C-order array");
 
-  uint64_t count = 1;
-  for (uint64_t dim : dict.shape) {
-    if (dim != 0 && count > UINT64_MAX / dim)
-      return invalid(name + ": header key 'shape': the element count overflows 64 bits");
-    count *= dim;
-  }
+  const std::optional<uint64_t> elements = element_count(dict.shape);
+  if (!elements) return invalid(name + ": header key 'shape': the element count overflows 64 bits");
+  const uint64_t count = *elements;
   if (count > UINT64_MAX / dtype->size)
     return invalid(name + ": header key 'shape': the data size overflows 64 bits");
 
@@ -283,14 +282,13 @@ Result<std::string> make_npy_header(int8_t scalar_type, std::span<const uint64_t
 
 Status write_npy(const std::string& path, int8_t scalar_type, std::span<const uint64_t> shape, Bytes data) {
   PTB_TRY(std::string header, make_npy_header(scalar_type, shape));
-  uint64_t count = 1;
-  for (uint64_t dim : shape) {
-    if (dim != 0 && count > UINT64_MAX / dim) return invalid(path + ": shape: the element count overflows 64 bits");
-    count *= dim;
-  }
+  const std::optional<uint64_t> elements = element_count(shape);
+  if (!elements) return invalid(path + ": shape: the element count overflows 64 bits");
+  const uint64_t count = *elements;
   // make_npy_header succeeded, so the dtype is in the table.
-  uint64_t element_size = find_dtype(*npy_descr(scalar_type))->size;
-  if (count > UINT64_MAX / element_size || count * element_size != data.size())
+  const std::optional<uint64_t> bytes = tensor_bytes(shape, scalar_type);
+  const uint64_t element_size = find_dtype(*npy_descr(scalar_type))->size;
+  if (!bytes || *bytes != data.size())
     return invalid(path + ": data is " + std::to_string(data.size()) + " bytes; expected " +
                    std::to_string(count) + " elements of " + std::to_string(element_size) + " bytes");
   PTB_TRY(AtomicOutput out, AtomicOutput::create(path));

@@ -7,9 +7,6 @@
 namespace ptb::detail {
 namespace {
 
-std::string num(uint64_t value) { return std::to_string(value); }
-std::string num(int64_t value) { return std::to_string(value); }
-
 template <class T>
 uint64_t count(const flatbuffers::Vector<T>* vector) {
   return vector ? vector->size() : 0;
@@ -19,8 +16,8 @@ uint64_t count(const flatbuffers::Vector<T>* vector) {
 Status check_index(int64_t index, uint64_t limit, const std::string& context, const std::string& field,
                    const std::string& what) {
   if (index < 0 || static_cast<uint64_t>(index) >= limit) {
-    return invalid(context + ": " + field + " " + num(index) + " is out of range; expected an index into the " +
-                   num(limit) + " " + what);
+    return invalid(context + ": " + field + " " + std::to_string(index) + " is out of range; expected an index into the " +
+                   std::to_string(limit) + " " + what);
   }
   return {};
 }
@@ -29,7 +26,7 @@ Status check_indices(const flatbuffers::Vector<int32_t>* indices, uint64_t limit
                      const std::string& field, const std::string& what) {
   if (!indices) return {};
   for (flatbuffers::uoffset_t i = 0; i < indices->size(); ++i) {
-    PTB_CHECK(check_index(indices->Get(i), limit, context, field + "[" + num(uint64_t{i}) + "]", what));
+    PTB_CHECK(check_index(indices->Get(i), limit, context, field + "[" + std::to_string(uint64_t{i}) + "]", what));
   }
   return {};
 }
@@ -41,7 +38,7 @@ template <class T>
 Status check_wide_vector(const flatbuffers::Vector<T>* vector, const std::string& context, const std::string& field) {
   if (!vector || vector->size() == 0) return {};
   if (reinterpret_cast<uintptr_t>(vector->Data()) % alignof(T) != 0) {
-    return invalid(context + ": " + field + " is not " + num(uint64_t{alignof(T)}) +
+    return invalid(context + ": " + field + " is not " + std::to_string(uint64_t{alignof(T)}) +
                    "-byte aligned; expected its elements at their natural alignment");
   }
   return {};
@@ -56,8 +53,8 @@ Status check_subsegments(const fb::SubsegmentOffsets& sub, const std::vector<Pte
   for (flatbuffers::uoffset_t i = 0; i < sub.offsets()->size(); ++i) {
     uint64_t offset = sub.offsets()->Get(i);
     if (offset > size) {
-      return invalid(context + ": offsets[" + num(uint64_t{i}) + "] " + num(offset) + " lies past the end of segment " +
-                     num(uint64_t{sub.segment_index()}) + "; expected at most " + num(size));
+      return invalid(context + ": offsets[" + std::to_string(uint64_t{i}) + "] " + std::to_string(offset) + " lies past the end of segment " +
+                     std::to_string(uint64_t{sub.segment_index()}) + "; expected at most " + std::to_string(size));
     }
   }
   return {};
@@ -88,8 +85,8 @@ Status check_tensor(const fb::Program& program, const fb::Tensor& tensor, const 
   if (!mutables || mutables->size() == 0) return {};
   uint64_t which = extra ? extra->mutable_data_segments_idx() : 0;
   if (which >= mutables->size()) {
-    return invalid(context + ": mutable_data_segments_idx " + num(which) + " is out of range; expected an index into the " +
-                   num(uint64_t{mutables->size()}) + " mutable data segments");
+    return invalid(context + ": mutable_data_segments_idx " + std::to_string(which) + " is out of range; expected an index into the " +
+                   std::to_string(uint64_t{mutables->size()}) + " mutable data segments");
   }
   return check_index(buffer, count(mutables->Get(static_cast<flatbuffers::uoffset_t>(which))->offsets()), context,
                      "data_buffer_idx", "mutable data offsets");
@@ -100,7 +97,7 @@ Status check_values(const fb::Program& program, const fb::ExecutionPlan& plan, c
   uint64_t limit = plan.values()->size();
   for (flatbuffers::uoffset_t i = 0; i < plan.values()->size(); ++i) {
     const fb::EValue* value = plan.values()->Get(i);
-    std::string here = context + ": value " + num(uint64_t{i});
+    std::string here = context + ": value " + std::to_string(uint64_t{i});
     // The verifier accepts a union whose type is set but whose table is absent.
     if (value->val_type() != fb::KernelTypes::NONE && !value->val()) {
       return invalid(here + ": value of kind " + std::to_string(static_cast<int>(value->val_type())) +
@@ -124,7 +121,7 @@ Status check_values(const fb::Program& program, const fb::ExecutionPlan& plan, c
         const auto* items = value->val_as_OptionalTensorList()->items();
         for (flatbuffers::uoffset_t k = 0; items && k < items->size(); ++k) {
           if (items->Get(k) != -1) {
-            PTB_CHECK(check_index(items->Get(k), limit, here, "items[" + num(uint64_t{k}) + "]", "values"));
+            PTB_CHECK(check_index(items->Get(k), limit, here, "items[" + std::to_string(uint64_t{k}) + "]", "values"));
           }
         }
         break;
@@ -179,13 +176,13 @@ Status check_chains(const fb::ExecutionPlan& plan, const std::string& context) {
   uint64_t values = count(plan.values());
   for (flatbuffers::uoffset_t c = 0; c < plan.chains()->size(); ++c) {
     const fb::Chain* chain = plan.chains()->Get(c);
-    std::string here = context + ": chain " + num(uint64_t{c});
+    std::string here = context + ": chain " + std::to_string(uint64_t{c});
     PTB_CHECK(check_indices(chain->inputs(), values, here, "inputs", "values"));
     PTB_CHECK(check_indices(chain->outputs(), values, here, "outputs", "values"));
     if (!chain->instructions()) continue;
     uint64_t n = chain->instructions()->size();
     for (flatbuffers::uoffset_t i = 0; i < n; ++i) {
-      PTB_CHECK(check_instruction(*chain->instructions()->Get(i), n, plan, here + " instruction " + num(uint64_t{i})));
+      PTB_CHECK(check_instruction(*chain->instructions()->Get(i), n, plan, here + " instruction " + std::to_string(uint64_t{i})));
     }
   }
   return {};
@@ -197,13 +194,13 @@ Result<std::vector<DelegateRef>> check_delegates(const fb::Program& program, con
   if (!plan.delegates()) return refs;
   for (flatbuffers::uoffset_t d = 0; d < plan.delegates()->size(); ++d) {
     const fb::BackendDelegate* delegate = plan.delegates()->Get(d);
-    std::string here = context + ": delegate " + num(uint64_t{d});
+    std::string here = context + ": delegate " + std::to_string(uint64_t{d});
     if (!delegate->id()) return invalid(here + ": has no id; expected a backend name such as 'CudaBackend'");
     if (!delegate->processed()) return invalid(here + ": has no processed data reference; expected one");
     const auto* specs = delegate->compile_specs();
     for (flatbuffers::uoffset_t s = 0; specs && s < specs->size(); ++s) {
       if (!specs->Get(s)->key()) {
-        return invalid(here + ": compile spec " + num(uint64_t{s}) + " has no key; expected a key");
+        return invalid(here + ": compile spec " + std::to_string(uint64_t{s}) + " has no key; expected a key");
       }
     }
     DelegateRef ref;
@@ -244,9 +241,9 @@ Result<std::vector<PteSegment>> check_segments(const fb::Program& program,
   for (flatbuffers::uoffset_t i = 0; i < n; ++i) {
     const fb::DataSegment* segment = program.segments()->Get(i);
     if (!range_fits(segment->offset(), segment->size(), end - base)) {
-      return invalid(where + ": segment " + num(uint64_t{i}) + " (offset " + num(segment->offset()) + ", size " +
-                     num(segment->size()) + ", from base " + num(base) + ") extends past the segment data, which ends at offset " +
-                     num(end) + "; expected it to end by then");
+      return invalid(where + ": segment " + std::to_string(uint64_t{i}) + " (offset " + std::to_string(segment->offset()) + ", size " +
+                     std::to_string(segment->size()) + ", from base " + std::to_string(base) + ") extends past the segment data, which ends at offset " +
+                     std::to_string(end) + "; expected it to end by then");
     }
     segments.push_back({segment->offset(), segment->size(), base + segment->offset()});
   }
@@ -261,11 +258,11 @@ Result<std::vector<PteNamedData>> check_named_data(const fb::Program& program,
   entries.reserve(program.named_data()->size());
   for (flatbuffers::uoffset_t i = 0; i < program.named_data()->size(); ++i) {
     const fb::NamedData* entry = program.named_data()->Get(i);
-    if (!entry->key()) return invalid(where + ": named data entry " + num(uint64_t{i}) + " has no key; expected a key");
+    if (!entry->key()) return invalid(where + ": named data entry " + std::to_string(uint64_t{i}) + " has no key; expected a key");
     std::string key = entry->key()->str();
     if (entry->segment_index() >= segments.size()) {
-      return invalid(where + ": named data '" + detail::show_text(key) + "' refers to segment " + num(uint64_t{entry->segment_index()}) +
-                     ", but the program has " + num(uint64_t{segments.size()}) + " segments");
+      return invalid(where + ": named data '" + detail::show_text(key) + "' refers to segment " + std::to_string(uint64_t{entry->segment_index()}) +
+                     ", but the program has " + std::to_string(uint64_t{segments.size()}) + " segments");
     }
     entries.push_back({std::move(key), entry->segment_index(), segments[entry->segment_index()].size});
   }
@@ -278,7 +275,7 @@ Status check_constants(const fb::Program& program, const std::vector<PteSegment>
   }
   if (const auto* mutables = program.mutable_data_segments()) {
     for (flatbuffers::uoffset_t i = 0; i < mutables->size(); ++i) {
-      PTB_CHECK(check_subsegments(*mutables->Get(i), segments, where + ": mutable_data_segments[" + num(uint64_t{i}) + "]"));
+      PTB_CHECK(check_subsegments(*mutables->Get(i), segments, where + ": mutable_data_segments[" + std::to_string(uint64_t{i}) + "]"));
     }
   }
   return {};
@@ -291,7 +288,7 @@ Result<std::vector<std::vector<DelegateRef>>> check_plans(const fb::Program& pro
   if (!program.execution_plan()) return refs;
   for (flatbuffers::uoffset_t p = 0; p < program.execution_plan()->size(); ++p) {
     const fb::ExecutionPlan* plan = program.execution_plan()->Get(p);
-    if (!plan->name()) return invalid(where + ": execution plan " + num(uint64_t{p}) + " has no name; expected a method name");
+    if (!plan->name()) return invalid(where + ": execution plan " + std::to_string(uint64_t{p}) + " has no name; expected a method name");
     std::string context = where + ": method '" + detail::show_text(plan->name()->str()) + "'";
     uint64_t values = count(plan->values());
     PTB_CHECK(check_values(program, *plan, context));
@@ -300,7 +297,7 @@ Result<std::vector<std::vector<DelegateRef>>> check_plans(const fb::Program& pro
     if (const auto* ops = plan->operators()) {
       for (flatbuffers::uoffset_t i = 0; i < ops->size(); ++i) {
         if (!ops->Get(i)->name()) {
-          return invalid(context + ": operator " + num(uint64_t{i}) + " has no name; expected an operator name");
+          return invalid(context + ": operator " + std::to_string(uint64_t{i}) + " has no name; expected an operator name");
         }
       }
     }
@@ -309,7 +306,7 @@ Result<std::vector<std::vector<DelegateRef>>> check_plans(const fb::Program& pro
     if (const auto* devices = plan->non_const_buffer_device()) {
       for (flatbuffers::uoffset_t i = 0; i < devices->size(); ++i) {
         PTB_CHECK(check_index(devices->Get(i)->buffer_idx(), count(plan->non_const_buffer_sizes()), context,
-                              "non_const_buffer_device[" + num(uint64_t{i}) + "].buffer_idx", "non-constant buffers"));
+                              "non_const_buffer_device[" + std::to_string(uint64_t{i}) + "].buffer_idx", "non-constant buffers"));
       }
     }
     PTB_TRY(auto plan_refs, check_delegates(program, *plan, segments, context));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ptbundle/formats/pte.h"
+#include "ptbundle/fb/program_generated.h"
 
 namespace ptb::detail {
 

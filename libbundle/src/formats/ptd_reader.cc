@@ -14,11 +14,10 @@ constexpr std::string_view kHeaderMagic = "FH01";
 constexpr uint64_t kHeaderOffset = 8;
 constexpr uint32_t kHeaderLength = 40;
 
-std::string num(uint64_t value) { return std::to_string(value); }
 
 Result<PtdHeader> read_header(Bytes data, const std::string& path) {
   if (data.size() < 8) {
-    return invalid(path + ": " + num(data.size()) +
+    return invalid(path + ": " + std::to_string(data.size()) +
                    " bytes is too short for a data file; expected at least 8 (root offset and file identifier 'FT01')");
   }
   if (!detail::has_text_at(data, 4, kDataIdentifier)) {
@@ -26,8 +25,8 @@ Result<PtdHeader> read_header(Bytes data, const std::string& path) {
                    "'; expected 'FT01' (an ExecuTorch data file)");
   }
   if (data.size() < kHeaderOffset + kHeaderLength) {
-    return invalid(path + ": header at offset 8 is cut off: the file ends at byte " + num(data.size()) +
-                   "; expected at least " + num(kHeaderOffset + kHeaderLength) + " bytes");
+    return invalid(path + ": header at offset 8 is cut off: the file ends at byte " + std::to_string(data.size()) +
+                   "; expected at least " + std::to_string(kHeaderOffset + kHeaderLength) + " bytes");
   }
   if (!detail::has_text_at(data, kHeaderOffset, kHeaderMagic)) {
     return invalid(path + ": header magic at offset 8 is '" + detail::show_bytes(data.subspan(kHeaderOffset, 4)) +
@@ -40,20 +39,20 @@ Result<PtdHeader> read_header(Bytes data, const std::string& path) {
   header.segment_base_offset = detail::u64le(data, kHeaderOffset + 24);
   header.segment_data_size = detail::u64le(data, kHeaderOffset + 32);
   if (header.length < kHeaderLength) {
-    return invalid(path + ": header length " + num(header.length) + " at offset 12 is too small; expected at least " +
-                   num(kHeaderLength));
+    return invalid(path + ": header length " + std::to_string(header.length) + " at offset 12 is too small; expected at least " +
+                   std::to_string(kHeaderLength));
   }
   if (header.flatbuffer_offset < header.length || !range_fits(header.flatbuffer_offset, header.flatbuffer_size, data.size())) {
-    return invalid(path + ": header flatbuffer_offset " + num(header.flatbuffer_offset) + " and flatbuffer_size " +
-                   num(header.flatbuffer_size) + " do not fit the file (" + num(data.size()) +
+    return invalid(path + ": header flatbuffer_offset " + std::to_string(header.flatbuffer_offset) + " and flatbuffer_size " +
+                   std::to_string(header.flatbuffer_size) + " do not fit the file (" + std::to_string(data.size()) +
                    " bytes); expected the header followed by the flatbuffer inside the file");
   }
   uint64_t flatbuffer_end = header.flatbuffer_offset + header.flatbuffer_size;
   if (header.segment_base_offset < flatbuffer_end ||
       !range_fits(header.segment_base_offset, header.segment_data_size, data.size())) {
-    return invalid(path + ": header says " + num(header.segment_data_size) + " bytes of segments start at offset " +
-                   num(header.segment_base_offset) + "; expected them after the flatbuffer (which ends at " +
-                   num(flatbuffer_end) + ") and inside the file (" + num(data.size()) + " bytes)");
+    return invalid(path + ": header says " + std::to_string(header.segment_data_size) + " bytes of segments start at offset " +
+                   std::to_string(header.segment_base_offset) + "; expected them after the flatbuffer (which ends at " +
+                   std::to_string(flatbuffer_end) + ") and inside the file (" + std::to_string(data.size()) + " bytes)");
   }
   return header;
 }
@@ -65,7 +64,7 @@ Result<TensorLayout> read_layout(const fb::ptd::TensorLayout& layout, const std:
   if (layout.dim_order()) out.dim_order.assign(layout.dim_order()->begin(), layout.dim_order()->end());
   // ExecuTorch reads dim_order with the length of sizes.
   if (out.dim_order.size() != out.sizes.size()) {
-    return invalid(context + ": tensor layout has " + num(out.sizes.size()) + " sizes but " + num(out.dim_order.size()) +
+    return invalid(context + ": tensor layout has " + std::to_string(out.sizes.size()) + " sizes but " + std::to_string(out.dim_order.size()) +
                    " dim_order entries; expected as many of each");
   }
   for (int32_t size : out.sizes) {
@@ -95,12 +94,12 @@ Result<PtdFile> PtdFile::parse(MappedFile file) {
 
   uint64_t flatbuffer_end = ptd.header_.flatbuffer_offset + ptd.header_.flatbuffer_size;
   if (!detail::verifiable_size(flatbuffer_end)) {
-    return invalid(path + ": flatbuffer of " + num(flatbuffer_end) + " bytes is too large; expected less than 2 GiB");
+    return invalid(path + ": flatbuffer of " + std::to_string(flatbuffer_end) + " bytes is too large; expected less than 2 GiB");
   }
   flatbuffers::Verifier verifier(data.data(), static_cast<size_t>(flatbuffer_end),
                                  detail::verifier_options(static_cast<size_t>(flatbuffer_end)));
   if (!fb::ptd::VerifyFlatTensorBuffer(verifier)) {
-    return invalid(path + ": flatbuffer (" + num(flatbuffer_end) +
+    return invalid(path + ": flatbuffer (" + std::to_string(flatbuffer_end) +
                    " bytes from offset 0) fails FlatBuffers verification; expected a valid FlatTensor");
   }
   const fb::ptd::FlatTensor* root = fb::ptd::GetFlatTensor(data.data());
@@ -113,8 +112,8 @@ Result<PtdFile> PtdFile::parse(MappedFile file) {
     for (flatbuffers::uoffset_t i = 0; i < segments->size(); ++i) {
       const auto* segment = segments->Get(i);
       if (!range_fits(segment->offset(), segment->size(), segment_bytes)) {
-        return invalid(path + ": segment " + num(i) + " (offset " + num(segment->offset()) + ", size " +
-                       num(segment->size()) + ") extends past the " + num(segment_bytes) +
+        return invalid(path + ": segment " + std::to_string(i) + " (offset " + std::to_string(segment->offset()) + ", size " +
+                       std::to_string(segment->size()) + ") extends past the " + std::to_string(segment_bytes) +
                        " bytes of segment data; expected it inside");
       }
       ptd.segments_.push_back({segment->offset(), segment->size(), base + segment->offset()});
@@ -124,13 +123,13 @@ Result<PtdFile> PtdFile::parse(MappedFile file) {
     ptd.entries_.reserve(named->size());
     for (flatbuffers::uoffset_t i = 0; i < named->size(); ++i) {
       const auto* entry = named->Get(i);
-      if (!entry->key()) return invalid(path + ": named data entry " + num(i) + " has no key; expected a key");
+      if (!entry->key()) return invalid(path + ": named data entry " + std::to_string(i) + " has no key; expected a key");
       PtdEntry out;
       out.key = entry->key()->str();
       std::string context = path + ": key '" + detail::show_text(out.key) + "'";
       if (entry->segment_index() >= ptd.segments_.size()) {
-        return invalid(context + " refers to segment " + num(entry->segment_index()) + ", but the file has " +
-                       num(ptd.segments_.size()) + " segments");
+        return invalid(context + " refers to segment " + std::to_string(entry->segment_index()) + ", but the file has " +
+                       std::to_string(ptd.segments_.size()) + " segments");
       }
       out.segment_index = entry->segment_index();
       out.file_offset = ptd.segments_[out.segment_index].file_offset;

@@ -17,43 +17,42 @@ constexpr uint32_t kExtendedHeaderMinimumLength = 24;
 // ... and segment_data_size
 constexpr uint32_t kExtendedHeaderFullLength = 32;
 
-std::string num(uint64_t value) { return std::to_string(value); }
 
 Result<std::optional<PteExtendedHeader>> read_extended_header(Bytes data, const std::string& name) {
   if (!detail::has_text_at(data, kExtendedHeaderOffset, kExtendedHeaderMagic)) return std::optional<PteExtendedHeader>();
   if (data.size() < kExtendedHeaderOffset + kExtendedHeaderMinimumLength) {
-    return invalid(name + ": extended header at offset 8 is cut off: the file ends at byte " + num(data.size()) +
-                   "; expected at least " + num(kExtendedHeaderOffset + kExtendedHeaderMinimumLength) + " bytes");
+    return invalid(name + ": extended header at offset 8 is cut off: the file ends at byte " + std::to_string(data.size()) +
+                   "; expected at least " + std::to_string(kExtendedHeaderOffset + kExtendedHeaderMinimumLength) + " bytes");
   }
   PteExtendedHeader header;
   header.length = detail::u32le(data, kExtendedHeaderOffset + 4);
   header.program_size = detail::u64le(data, kExtendedHeaderOffset + 8);
   header.segment_base_offset = detail::u64le(data, kExtendedHeaderOffset + 16);
   if (header.length < kExtendedHeaderMinimumLength) {
-    return invalid(name + ": extended header length " + num(header.length) + " at offset 12 is too small; expected at least " +
-                   num(kExtendedHeaderMinimumLength));
+    return invalid(name + ": extended header length " + std::to_string(header.length) + " at offset 12 is too small; expected at least " +
+                   std::to_string(kExtendedHeaderMinimumLength));
   }
   if (header.length >= kExtendedHeaderFullLength) {
     if (data.size() < kExtendedHeaderOffset + kExtendedHeaderFullLength) {
-      return invalid(name + ": extended header at offset 8 is cut off: the file ends at byte " + num(data.size()) +
-                     "; expected at least " + num(kExtendedHeaderOffset + kExtendedHeaderFullLength) + " bytes");
+      return invalid(name + ": extended header at offset 8 is cut off: the file ends at byte " + std::to_string(data.size()) +
+                     "; expected at least " + std::to_string(kExtendedHeaderOffset + kExtendedHeaderFullLength) + " bytes");
     }
     header.segment_data_size = detail::u64le(data, kExtendedHeaderOffset + 24);
   }
   if (header.program_size < kExtendedHeaderOffset + header.length || header.program_size > data.size()) {
-    return invalid(name + ": extended header program_size " + num(header.program_size) +
-                   " does not fit the file; expected between " + num(kExtendedHeaderOffset + header.length) + " and " +
-                   num(data.size()) + " (the file size)");
+    return invalid(name + ": extended header program_size " + std::to_string(header.program_size) +
+                   " does not fit the file; expected between " + std::to_string(kExtendedHeaderOffset + header.length) + " and " +
+                   std::to_string(data.size()) + " (the file size)");
   }
   if (header.segment_base_offset != 0 &&
       (header.segment_base_offset < header.program_size || header.segment_base_offset > data.size())) {
-    return invalid(name + ": extended header segment_base_offset " + num(header.segment_base_offset) +
-                   " lies outside the file after the program; expected between " + num(header.program_size) + " and " +
-                   num(data.size()));
+    return invalid(name + ": extended header segment_base_offset " + std::to_string(header.segment_base_offset) +
+                   " lies outside the file after the program; expected between " + std::to_string(header.program_size) + " and " +
+                   std::to_string(data.size()));
   }
   if (!range_fits(header.segment_base_offset, header.segment_data_size, data.size())) {
-    return invalid(name + ": extended header says " + num(header.segment_data_size) + " bytes of segments start at offset " +
-                   num(header.segment_base_offset) + ", past the end of the file (" + num(data.size()) + " bytes)");
+    return invalid(name + ": extended header says " + std::to_string(header.segment_data_size) + " bytes of segments start at offset " +
+                   std::to_string(header.segment_base_offset) + ", past the end of the file (" + std::to_string(data.size()) + " bytes)");
   }
   return std::optional<PteExtendedHeader>(header);
 }
@@ -88,7 +87,7 @@ Result<PteFile> PteFile::parse(std::shared_ptr<const MappedFile> owner, Bytes da
   const std::string& where = pte.name_;
 
   if (data.size() < 8) {
-    return invalid(where + ": " + num(data.size()) +
+    return invalid(where + ": " + std::to_string(data.size()) +
                    " bytes is too short for a program; expected at least 8 (root offset and file identifier 'ET12')");
   }
   if (!detail::has_text_at(data, 4, kProgramIdentifier)) {
@@ -98,13 +97,13 @@ Result<PteFile> PteFile::parse(std::shared_ptr<const MappedFile> owner, Bytes da
   PTB_TRY(pte.header_, read_extended_header(data, where));
   pte.flatbuffer_size_ = pte.header_ ? pte.header_->program_size : data.size();
   if (!detail::verifiable_size(pte.flatbuffer_size_)) {
-    return invalid(where + ": program flatbuffer of " + num(pte.flatbuffer_size_) +
+    return invalid(where + ": program flatbuffer of " + std::to_string(pte.flatbuffer_size_) +
                    " bytes is too large; expected less than 2 GiB");
   }
   flatbuffers::Verifier verifier(data.data(), static_cast<size_t>(pte.flatbuffer_size_),
                                  detail::verifier_options(static_cast<size_t>(pte.flatbuffer_size_)));
   if (!fb::VerifyProgramBuffer(verifier)) {
-    return invalid(where + ": program flatbuffer (" + num(pte.flatbuffer_size_) +
+    return invalid(where + ": program flatbuffer (" + std::to_string(pte.flatbuffer_size_) +
                    " bytes from offset 0) fails FlatBuffers verification; expected a valid ExecuTorch Program");
   }
   pte.program_ = fb::GetProgram(data.data());

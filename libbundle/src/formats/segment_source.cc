@@ -16,23 +16,6 @@ namespace {
 // Large enough that the kernel copies efficiently, small enough that a
 // progress line moves several times a second.
 constexpr uint64_t kCopySlice = 256ull << 20;
-constexpr size_t kHashBuffer = 1u << 20;
-
-Result<std::string> hash_fd_range(int fd, uint64_t offset, uint64_t size, const std::string& path) {
-  std::vector<uint8_t> buffer(kHashBuffer);
-  Sha256 hasher;
-  uint64_t done = 0;
-  while (done < size) {
-    size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), size - done));
-    ssize_t n = ::pread(fd, buffer.data(), want, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return io_error(path + ": read failed at offset " + std::to_string(offset + done) + ": " + std::strerror(errno));
-    if (n == 0) return io_error(path + ": file ended at offset " + std::to_string(offset + done) + " while hashing");
-    hasher.update(Bytes(buffer.data(), static_cast<size_t>(n)));
-    done += static_cast<uint64_t>(n);
-  }
-  return to_hex(hasher.finish());
-}
 
 }  // namespace
 
@@ -95,25 +78,6 @@ Status pad_to(AtomicOutput& out, uint64_t target) {
                    ", past the planned offset " + std::to_string(target));
   }
   return out.write_zeros(target - out.position());
-}
-
-Result<std::string> sha256_file_hex(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return io_error(path + ": cannot open: " + std::strerror(errno));
-  off_t end = ::lseek(fd, 0, SEEK_END);
-  if (end < 0) {
-    ::close(fd);
-    return io_error(path + ": cannot find its size: " + std::strerror(errno));
-  }
-  auto digest = hash_fd_range(fd, 0, static_cast<uint64_t>(end), path);
-  ::close(fd);
-  return digest;
-}
-
-Result<std::string> sha256_range_hex(const MappedFile& file, uint64_t offset, uint64_t size) {
-  if (!range_fits(offset, size, file.size()))
-    return invalid(file.path() + ": hash range at offset " + std::to_string(offset) + " past the end of the file");
-  return hash_fd_range(file.fd(), offset, size, file.path());
 }
 
 }  // namespace ptb

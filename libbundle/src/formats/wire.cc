@@ -33,35 +33,4 @@ std::string show_text(std::string_view text) {
   return out;
 }
 
-bool valid_utf8(Bytes data) {
-  size_t i = 0;
-  while (i < data.size()) {
-    uint8_t lead = data[i];
-    if (lead < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t length = 0;
-    uint32_t point = 0;
-    uint32_t minimum = 0;
-    if ((lead & 0xe0) == 0xc0) {
-      length = 2, point = lead & 0x1f, minimum = 0x80;
-    } else if ((lead & 0xf0) == 0xe0) {
-      length = 3, point = lead & 0x0f, minimum = 0x800;
-    } else if ((lead & 0xf8) == 0xf0) {
-      length = 4, point = lead & 0x07, minimum = 0x10000;
-    } else {
-      return false;
-    }
-    if (data.size() - i < length) return false;
-    for (size_t k = 1; k < length; ++k) {
-      if ((data[i + k] & 0xc0) != 0x80) return false;
-      point = (point << 6) | (data[i + k] & 0x3f);
-    }
-    if (point < minimum || point > 0x10ffff || (point >= 0xd800 && point <= 0xdfff)) return false;
-    i += length;
-  }
-  return true;
-}
-
 }  // namespace ptb::detail

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "ptbundle/base/file.h"
+#include "ptbundle/base/text.h"
 
 namespace ptb::detail {
 
@@ -40,8 +41,6 @@ std::string show_bytes(Bytes data);
 // escaped, other bytes kept so that UTF-8 names stay readable.
 std::string show_text(std::string_view text);
 
-// Well-formed UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF).
-bool valid_utf8(Bytes data);
 
 // Verification work grows with the number of tables visited, and a crafted
 // buffer can make many offsets point at the same table; bounding the count by

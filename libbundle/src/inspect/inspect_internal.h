@@ -19,9 +19,11 @@ namespace ptb::detail {
 // scan_kernels), or why they cannot be read.
 InspectKernels inspect_kernels(Bytes data, const std::string& name);
 
-InspectProgram inspect_program(const ProgramWithData& program, const InspectOptions& options);
-InspectDataFile inspect_data(const PtdFile& ptd, const InspectOptions& options);
-InspectBundled inspect_bundled(const BpteFile& bpte, const InspectOptions& options);
+// With options.sha256 they hash what they show, and fail when a file cannot
+// be read whole (cut short while read).
+Result<InspectProgram> inspect_program(const ProgramWithData& program, const InspectOptions& options);
+Result<InspectDataFile> inspect_data(const PtdFile& ptd, const InspectOptions& options);
+Result<InspectBundled> inspect_bundled(const BpteFile& bpte, const InspectOptions& options);
 Result<InspectPackage> inspect_package(const std::string& path, const InspectOptions& options);
 Result<InspectBundle> inspect_bundle_folder(const std::string& path, const InspectOptions& options);
 Result<InspectSignature> inspect_signature(const MappedFile& file);

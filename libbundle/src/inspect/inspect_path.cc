@@ -17,26 +17,28 @@
 namespace ptb {
 namespace {
 
-InspectedFile file_header(const MappedFile& file, FileKind kind, const std::string& path, const InspectOptions& options) {
+Result<InspectedFile> file_header(const MappedFile& file, FileKind kind, const std::string& path, const InspectOptions& options) {
   InspectedFile out;
   out.path = path;
   out.kind = file_kind_name(kind);
   out.size = file.size();
-  if (options.sha256) out.sha256 = sha256_mapped_range(file, 0, file.size());
+  if (options.sha256) {
+    PTB_TRY(out.sha256, sha256_file_range(file, 0, file.size()));
+  }
   return out;
 }
 
 // A program on its own: each file of a bundle is shown as itself, its data
 // file shown beside it.
-InspectedFile inspected_program(std::shared_ptr<const PteFile> pte, const std::string& path, const InspectOptions& options) {
-  InspectedFile out = file_header(pte->file(), FileKind::Pte, path, options);
-  out.body = detail::inspect_program(ProgramWithData(std::move(pte), nullptr), options);
+Result<InspectedFile> inspected_program(std::shared_ptr<const PteFile> pte, const std::string& path, const InspectOptions& options) {
+  PTB_TRY(InspectedFile out, file_header(pte->file(), FileKind::Pte, path, options));
+  PTB_TRY(out.body, detail::inspect_program(ProgramWithData(std::move(pte), nullptr), options));
   return out;
 }
 
-InspectedFile inspected_data(const PtdFile& ptd, const std::string& path, const InspectOptions& options) {
-  InspectedFile out = file_header(ptd.file(), FileKind::Ptd, path, options);
-  out.body = detail::inspect_data(ptd, options);
+Result<InspectedFile> inspected_data(const PtdFile& ptd, const std::string& path, const InspectOptions& options) {
+  PTB_TRY(InspectedFile out, file_header(ptd.file(), FileKind::Ptd, path, options));
+  PTB_TRY(out.body, detail::inspect_data(ptd, options));
   return out;
 }
 
@@ -58,8 +60,8 @@ Result<InspectSignature> inspect_signature(const MappedFile& file) {
   PTB_TRY(SignatureFile signature, parse_signature(file.bytes(), file.path()));
   InspectSignature out;
   out.key_fingerprint = signature.key_hint;
-  if (!signature.statement_json.is_discarded()) out.statement = std::move(signature.statement_json);
-  if (!signature.statement_error.empty()) out.statement_error = std::move(signature.statement_error);
+  if (signature.statement_error.empty()) out.statement = InspectStatement{std::move(signature.statement)};
+  else out.statement_error = std::move(signature.statement_error);
   return out;
 }
 
@@ -77,13 +79,11 @@ Result<InspectBundle> inspect_bundle_folder(const std::string& path, const Inspe
     size_t program = 0;
     for (const ManifestFile& file : entry->files) {
       const std::string shown = dir.display(file.path);
-      if (file.role == FileRole::Program) {
-        p.files.push_back(part_file(file, inspected_program(part.programs[program++].program->pte_ptr(), shown, options)));
-      } else if (file.role == FileRole::Data) {
-        p.files.push_back(part_file(file, inspected_data(*part.data, shown, options)));
-      } else {
-        p.files.push_back(part_file(file, inspected_data(*part.testcase, shown, options)));
-      }
+      Result<InspectedFile> inner = file.role == FileRole::Program
+                                        ? inspected_program(part.programs[program++].program->pte_ptr(), shown, options)
+                                        : inspected_data(file.role == FileRole::Data ? *part.data : *part.testcase, shown, options);
+      if (!inner.ok()) return inner.take_error();
+      p.files.push_back(part_file(file, std::move(*inner)));
     }
     out.parts.push_back(std::move(p));
   }
@@ -110,7 +110,7 @@ Result<InspectedFile> inspect_path(const std::string& path, const InspectOptions
   }
   // One mapping per file: the bytes that told its kind are the ones its reader parses.
   MappedFile& mapped = *input.file;
-  InspectedFile out = file_header(mapped, input.kind, path, options);
+  PTB_TRY(InspectedFile out, file_header(mapped, input.kind, path, options));
   switch (input.kind) {
     case FileKind::Signature: {
       PTB_TRY(out.body, detail::inspect_signature(mapped));
@@ -125,17 +125,17 @@ Result<InspectedFile> inspect_path(const std::string& path, const InspectOptions
       auto owner = std::make_shared<const MappedFile>(std::move(mapped));
       Bytes bytes = owner->bytes();
       PTB_TRY(PteFile pte, PteFile::parse(std::move(owner), bytes, path));
-      out.body = detail::inspect_program(ProgramWithData(std::make_shared<const PteFile>(std::move(pte)), nullptr), options);
+      PTB_TRY(out.body, detail::inspect_program(ProgramWithData(std::make_shared<const PteFile>(std::move(pte)), nullptr), options));
       break;
     }
     case FileKind::Ptd: {
       PTB_TRY(PtdFile ptd, PtdFile::parse(std::move(mapped)));
-      out.body = detail::inspect_data(ptd, options);
+      PTB_TRY(out.body, detail::inspect_data(ptd, options));
       break;
     }
     case FileKind::Bpte: {
       PTB_TRY(BpteFile bpte, BpteFile::parse(std::move(mapped)));
-      out.body = detail::inspect_bundled(bpte, options);
+      PTB_TRY(out.body, detail::inspect_bundled(bpte, options));
       break;
     }
     case FileKind::Bundle: break;

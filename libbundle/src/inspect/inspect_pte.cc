@@ -6,6 +6,7 @@
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/program/program_with_data.h"
 #include "formats/wire.h"
+#include "ptbundle/fb/program_generated.h"
 
 namespace ptb::detail {
 namespace {
@@ -165,7 +166,7 @@ InspectConstants constants_of(const fb::Program& program) {
 
 }  // namespace
 
-InspectProgram inspect_program(const ProgramWithData& program, const InspectOptions& options) {
+Result<InspectProgram> inspect_program(const ProgramWithData& program, const InspectOptions& options) {
   const PteFile& pte = program.pte();
   InspectProgram out;
   if (const auto& header = pte.extended_header()) {
@@ -195,7 +196,9 @@ InspectProgram inspect_program(const ProgramWithData& program, const InspectOpti
     const PteSegment& segment = pte.segments()[s];
     uint64_t file_offset = pte.base_offset() + segment.file_offset;
     InspectSegment j{s, segment.offset, segment.size, file_offset, offset_alignment(file_offset), std::move(users[s]), {}};
-    if (options.sha256) j.sha256 = sha256_mapped_range(pte.file(), file_offset, segment.size);
+    if (options.sha256) {
+      PTB_TRY(j.sha256, sha256_file_range(pte.file(), file_offset, segment.size));
+    }
     out.segments.push_back(std::move(j));
   }
   // Named data are whole segments: each blob is hashed once, with its segment.

@@ -11,6 +11,7 @@
 #include "integrity/integrity_internal.h"
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/bundle/bundle.h"
+#include "ptbundle/bundle/manifest_json.h"
 #include "ptbundle/bundle/names.h"
 #include "ptbundle/bundle/transaction.h"
 #include "ptbundle/signing/model_signature.h"
@@ -37,9 +38,10 @@ std::optional<Json> read_manifest_json(const BundleDir& dir, CheckList& checks) 
     return std::nullopt;
   }
   Bytes bytes = file->bytes();
-  auto json = parse_json_bounded(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path);
+  auto json = parse_json_bounded(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path,
+                                 "the manifest ptbundle export writes");
   if (!json.ok()) {
-    checks.fail(checks::kManifest, path, json.error().message + "; expected the manifest ptbundle export writes");
+    checks.fail(checks::kManifest, path, json.error().message);
     return std::nullopt;
   }
   return std::move(*json);
@@ -194,8 +196,12 @@ bool check_listed_file(const BundleDir& dir, const ManifestFile& file, const Fol
                     ": the file changed or was cut short after export; restore it or export the part again");
     return false;
   }
-  // Streamed through the mapping with pages dropped behind it.
-  return check_listed_digest(path, file, mapped->size(), sha256_mapped_range(*mapped, 0, mapped->size()), checks);
+  auto digest = sha256_file_range(*mapped, 0, mapped->size());
+  if (!digest.ok()) {
+    checks.fail(checks::kFile, path, digest.error().message + "; expected the part's " + std::string(file_role_name(file.role)) + " file");
+    return false;
+  }
+  return check_listed_digest(path, file, mapped->size(), *digest, checks);
 }
 
 std::string value_text(const ManifestValue& value) {

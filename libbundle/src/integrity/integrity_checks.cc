@@ -81,14 +81,6 @@ Result<uint64_t> weight_view_bytes(const CudaWeight& weight) {
 
 namespace detail {
 
-std::string in_quotes(std::string_view text) { return "'" + clipped(text) + "'"; }
-
-std::string join(const std::vector<std::string>& items, const std::string& separator) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
-  return out;
-}
-
 void pass_program(const std::string& subject, const PteFile& pte, CheckList& checks) {
   checks.pass(checks::kProgram, subject,
               std::to_string(pte.segments().size()) + " segment(s) and " + std::to_string(pte.named_data().size()) +

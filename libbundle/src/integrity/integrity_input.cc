@@ -8,6 +8,7 @@
 #include "merge/merge_pair.h"
 #include "ptbundle/bundle/bundle.h"
 #include "ptbundle/program/program_argument.h"
+#include "ptbundle/fb/program_generated.h"
 
 namespace ptb {
 

@@ -10,11 +10,9 @@
 #include "ptbundle/program/program_argument.h"
 #include "ptbundle/signing/folder_digests.h"
 #include "ptbundle/signing/model_signature.h"
+#include "ptbundle/base/text.h"
 
 namespace ptb::detail {
-
-std::string in_quotes(std::string_view text);
-std::string join(const std::vector<std::string>& items, const std::string& separator);
 
 // One program and its data file, as a check's messages name them.
 struct ProgramContext {

@@ -18,12 +18,6 @@ std::string delegate_where(const ProgramContext& context, const MethodInfo& meth
   return context.program_name + ": " + method.name + " delegate " + std::to_string(index);
 }
 
-std::string sizes_text(const std::vector<int64_t>& values) {
-  std::string out = "[";
-  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
-  return out + "]";
-}
-
 std::string where_looked(const ProgramContext& context) {
   if (const PtdFile* ptd = context.program->ptd()) return "neither " + ptd->path() + " nor " + context.program_name;
   std::string text = context.program_name + ", and no data file was given";
@@ -99,38 +93,12 @@ void check_data_names(const ProgramContext& context, const std::vector<MethodInf
 
 // --- keys ---
 
-struct KeyNeed {
-  std::string key;
-  std::string what;  // "the library of variant 0 (sm_80)", "weight 'layer.bias'"
-  bool library = false;
-  std::optional<uint64_t> exact_size;  // per-FQN storage_nbytes
-};
-
-std::vector<KeyNeed> needs_of(const CudaPayload& payload) {
-  std::vector<KeyNeed> needs;
-  if (payload.form == CudaPayloadForm::MultiVariant) {
-    for (size_t v = 0; v < payload.variants.size(); ++v) {
-      const CudaVariant& variant = payload.variants[v];
-      std::string target = variant.target_sm ? "sm_" + std::to_string(variant.target_sm) : "no recorded target";
-      if (variant.ptx_compute) target += " + compute_" + std::to_string(variant.ptx_compute) + " PTX";
-      needs.push_back({variant.so_key, "the library of variant " + std::to_string(v) + " (" + target + ")", true, {}});
-    }
-    for (const CudaWeight& weight : payload.weights) {
-      needs.push_back({weight.storage_key, "the storage of weight " + in_quotes(weight.fqn), false, weight.storage_nbytes});
-    }
-    return needs;
-  }
-  needs.push_back({payload.so_key, "the library", true, {}});
-  if (!payload.weights_key.empty()) needs.push_back({payload.weights_key, "the weights blob", false, {}});
-  return needs;
-}
-
 bool is_elf(Bytes bytes) {
   return bytes.size() >= 4 && bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' && bytes[3] == 'F';
 }
 
 // One failed check per problem; the number of problems.
-size_t check_need(const ProgramContext& context, const std::string& where, const KeyNeed& need, CheckList& checks) {
+size_t check_need(const ProgramContext& context, const std::string& where, const PayloadKey& need, CheckList& checks) {
   auto found = context.program->find(need.key);
   if (!found) {
     std::string consequence = need.library ? "ExecuTorch cannot load the delegate without it" : kIllegalAccess;
@@ -187,7 +155,7 @@ size_t check_weight_views(const std::string& where, const CudaPayload& payload, 
       ++problems;
       checks.fail(checks::kWeights, where,
                   "weight " + in_quotes(weight.fqn) + " (" + scalar_type_name(static_cast<int8_t>(weight.dtype)) +
-                      ", sizes " + sizes_text(weight.sizes) + ", strides " + sizes_text(weight.strides) +
+                      ", sizes " + shape_text(weight.sizes) + ", strides " + shape_text(weight.strides) +
                       ", storage_offset " + std::to_string(weight.storage_offset) + ") reaches " +
                       std::to_string(*reach) + " bytes of its " + std::to_string(weight.storage_nbytes) +
                       "-byte storage " + in_quotes(weight.storage_key) + "; expected it to fit; export it again");
@@ -208,7 +176,7 @@ void check_cuda_delegate(const ProgramContext& context, const std::string& where
   size_t problems = 0;
   size_t libraries = 0, blobs = 0;
   uint64_t weight_bytes = 0;
-  for (const KeyNeed& need : needs_of(payload)) {
+  for (const PayloadKey& need : payload_keys(payload)) {
     size_t failed = check_need(context, where, need, checks);
     problems += failed;
     if (failed) continue;

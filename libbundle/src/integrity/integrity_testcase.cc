@@ -9,32 +9,21 @@
 namespace ptb::detail {
 namespace {
 
-std::string shape_of(const std::vector<int32_t>& sizes) {
-  std::string out = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + std::to_string(sizes[i]);
-  return out + "]";
-}
-
-std::string shape_of(const std::vector<int64_t>& sizes) {
-  std::string out = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + std::to_string(sizes[i]);
-  return out + "]";
-}
-
 // The problem with one value, or "" when there is none.
 std::string value_problem(const PtdEntry& entry, const ValueSpec* spec) {
   if (!entry.layout) return "has no tensor layout (dtype, sizes); expected a tensor";
   const TensorLayout& layout = *entry.layout;
-  auto item = scalar_type_size(layout.scalar_type);
-  if (!item) return "has dtype " + std::to_string(layout.scalar_type) + ", which ptbundle cannot compare";
-  uint64_t bytes = *item;
+  if (!scalar_type_size(layout.scalar_type))
+    return "has dtype " + std::to_string(layout.scalar_type) + ", which ptbundle cannot compare";
   for (int32_t size : layout.sizes) {
-    if (size < 0) return "has a negative size in " + shape_of(layout.sizes);
-    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(size), &bytes)) return "has sizes that overflow 64 bits";
+    if (size < 0) return "has a negative size in " + shape_text(layout.sizes);
   }
+  const std::optional<uint64_t> nbytes = tensor_bytes(layout.sizes, layout.scalar_type);
+  if (!nbytes) return "has sizes that overflow 64 bits";
+  const uint64_t bytes = *nbytes;
   if (bytes != entry.size) {
     return "holds " + std::to_string(entry.size) + " bytes; its layout " + std::string(scalar_type_name(layout.scalar_type)) +
-           " " + shape_of(layout.sizes) + " needs " + std::to_string(bytes);
+           " " + shape_text(layout.sizes) + " needs " + std::to_string(bytes);
   }
   if (!spec) return "";
   if (spec->kind != "tensor" || !spec->tensor) return "is a tensor; the method has a " + spec->kind + " there";
@@ -45,8 +34,8 @@ std::string value_problem(const PtdEntry& entry, const ValueSpec* spec) {
     fits = bounded ? layout.sizes[d] <= tensor.sizes[d] : layout.sizes[d] == tensor.sizes[d];
   }
   if (fits) return "";
-  return "is " + std::string(scalar_type_name(layout.scalar_type)) + " " + shape_of(layout.sizes) + "; the method has " +
-         scalar_type_name(tensor.scalar_type) + " " + shape_of(tensor.sizes) + (bounded ? " (upper bounds)" : "");
+  return "is " + std::string(scalar_type_name(layout.scalar_type)) + " " + shape_text(layout.sizes) + "; the method has " +
+         scalar_type_name(tensor.scalar_type) + " " + shape_text(tensor.sizes) + (bounded ? " (upper bounds)" : "");
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/segment_source.h"
 #include "ptbundle/integrity/integrity.h"
+#include "ptbundle/base/sha256.h"
 
 namespace ptb {
 
@@ -159,7 +160,7 @@ Result<ManifestFile> file_entry(const fs::path& staging, const std::string& rela
     file.sha256 = copy_of->sha256;
     return file;
   }
-  PTB_TRY(file.sha256, sha256_file_hex(path));
+  PTB_TRY(file.sha256, sha256_file(path));
   return file;
 }
 

@@ -18,6 +18,7 @@
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/program/program_with_data.h"
+#include "ptbundle/fb/program_generated.h"
 
 namespace ptb::detail {
 

@@ -11,8 +11,6 @@
 namespace ptb::detail {
 namespace {
 
-std::string num(uint64_t value) { return std::to_string(value); }
-
 Error differ(const Export& a, const Export& b, const std::string& what) {
   return invalid(pair_name(a, b) + " are different programs: " + what +
                  "; expected the same program exported for different GPUs");
@@ -51,20 +49,20 @@ Status compare_lists(const Export& a, const Export& b, const std::vector<Blob>& 
                      const std::vector<Blob>& pieces_b, const std::string& what, Label label, unsigned threads,
                      CompareStats& stats) {
   if (pieces_a.size() != pieces_b.size()) {
-    return differ(a, b, what + ": " + num(pieces_a.size()) + " vs " + num(pieces_b.size()));
+    return differ(a, b, what + ": " + std::to_string(pieces_a.size()) + " vs " + std::to_string(pieces_b.size()));
   }
   std::vector<CompareGroup> groups;
   std::vector<size_t> group_piece;
   for (size_t i = 0; i < pieces_a.size(); ++i) {
     if (pieces_a[i].bytes.size() != pieces_b[i].bytes.size()) {
-      return differ(a, b, label(i) + ": " + num(pieces_a[i].bytes.size()) + " bytes vs " + num(pieces_b[i].bytes.size()));
+      return differ(a, b, label(i) + ": " + std::to_string(pieces_a[i].bytes.size()) + " bytes vs " + std::to_string(pieces_b[i].bytes.size()));
     }
     if (pieces_a[i].bytes.data() == pieces_b[i].bytes.data()) continue;
     groups.push_back({pieces_a[i], {pieces_b[i]}});
     group_piece.push_back(i);
   }
   if (auto mismatch = compare_groups(groups, threads, stats)) {
-    return differ(a, b, label(group_piece[mismatch->group]) + ": differs at byte " + num(mismatch->offset));
+    return differ(a, b, label(group_piece[mismatch->group]) + ": differs at byte " + std::to_string(mismatch->offset));
   }
   return {};
 }
@@ -73,19 +71,19 @@ Status check_plans(const Export& a, const Export& b) {
   const fb::Program& program_a = a.pte().program();
   const fb::Program& program_b = b.pte().program();
   if (program_a.version() != program_b.version()) {
-    return differ(a, b, "program version " + num(program_a.version()) + " vs " + num(program_b.version()));
+    return differ(a, b, "program version " + std::to_string(program_a.version()) + " vs " + std::to_string(program_b.version()));
   }
   const auto* plans_a = program_a.execution_plan();
   const auto* plans_b = program_b.execution_plan();
   size_t count_a = plans_a ? plans_a->size() : 0;
   size_t count_b = plans_b ? plans_b->size() : 0;
-  if (count_a != count_b) return differ(a, b, num(count_a) + " methods vs " + num(count_b));
+  if (count_a != count_b) return differ(a, b, std::to_string(count_a) + " methods vs " + std::to_string(count_b));
   for (flatbuffers::uoffset_t i = 0; i < count_a; ++i) {
     const fb::ExecutionPlan& plan_a = *plans_a->Get(i);
     const fb::ExecutionPlan& plan_b = *plans_b->Get(i);
     std::string name_a = plan_a.name() ? plan_a.name()->str() : "";
     std::string name_b = plan_b.name() ? plan_b.name()->str() : "";
-    if (name_a != name_b) return differ(a, b, "method " + num(i) + " is '" + name_a + "' vs '" + name_b + "'");
+    if (name_a != name_b) return differ(a, b, "method " + std::to_string(i) + " is '" + name_a + "' vs '" + name_b + "'");
     if (auto found = plan_difference(plan_a, plan_b)) return differ(a, b, "method '" + name_a + "', " + *found);
   }
   return {};
@@ -102,7 +100,7 @@ std::vector<Blob> foreign_payloads(const Export& e, std::vector<std::string>& la
       if (id && id->string_view() == kCudaBackendId) continue;
       payloads.push_back({e.pte().delegate_payload(p, d), &e.pte().file()});
       std::string method = plans->Get(p)->name() ? plans->Get(p)->name()->str() : "";
-      labels.push_back("method '" + method + "' delegate " + num(d) + " (" + (id ? id->str() : "") + ") processed data");
+      labels.push_back("method '" + method + "' delegate " + std::to_string(d) + " (" + (id ? id->str() : "") + ") processed data");
     }
   }
   return payloads;
@@ -164,7 +162,7 @@ Status check_cuda_layout(const Export& a, const Export& b) {
         a.cuda[i].index != b.cuda[i].index) {
       std::string at_a = i < a.cuda.size() ? a.cuda[i].identity() : "none";
       std::string at_b = i < b.cuda.size() ? b.cuda[i].identity() : "none";
-      return differ(a, b, "CUDA delegate " + num(i) + " is " + at_a + " vs " + at_b);
+      return differ(a, b, "CUDA delegate " + std::to_string(i) + " is " + at_a + " vs " + at_b);
     }
   }
   return {};
@@ -182,18 +180,18 @@ Status check_same_program(const Export& a, const Export& b, unsigned threads, Co
                           [&](size_t i) { return labels_a[i]; }, threads, stats));
 
   PTB_CHECK(compare_lists(a, b, constant_pieces(a.pte()), constant_pieces(b.pte()), "constant tensors",
-                          [](size_t i) { return "constant tensor " + num(i); }, threads, stats));
+                          [](size_t i) { return "constant tensor " + std::to_string(i); }, threads, stats));
 
   const auto* mutable_a = a.pte().program().mutable_data_segments();
   const auto* mutable_b = b.pte().program().mutable_data_segments();
   size_t mutable_count_a = mutable_a ? mutable_a->size() : 0;
   size_t mutable_count_b = mutable_b ? mutable_b->size() : 0;
   if (mutable_count_a != mutable_count_b) {
-    return differ(a, b, "mutable data segments: " + num(mutable_count_a) + " vs " + num(mutable_count_b));
+    return differ(a, b, "mutable data segments: " + std::to_string(mutable_count_a) + " vs " + std::to_string(mutable_count_b));
   }
   for (flatbuffers::uoffset_t i = 0; i < mutable_count_a; ++i) {
     PTB_CHECK(compare_lists(a, b, subsegment_pieces(a.pte(), mutable_a->Get(i)), subsegment_pieces(b.pte(), mutable_b->Get(i)),
-                            "mutable tensors", [i](size_t t) { return "mutable data " + num(i) + " tensor " + num(t); },
+                            "mutable tensors", [i](size_t t) { return "mutable data " + std::to_string(i) + " tensor " + std::to_string(t); },
                             threads, stats));
   }
 

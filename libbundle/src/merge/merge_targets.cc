@@ -11,11 +11,9 @@
 namespace ptb::detail {
 namespace {
 
-std::string num(uint64_t value) { return std::to_string(value); }
-
 std::string sm_list(const std::vector<uint32_t>& sms) {
   std::string out;
-  for (uint32_t sm : sms) out += (out.empty() ? "sm_" : ", sm_") + num(sm);
+  for (uint32_t sm : sms) out += (out.empty() ? "sm_" : ", sm_") + std::to_string(sm);
   return out;
 }
 
@@ -67,7 +65,7 @@ Status queue_same_weights(const Export& first, const Export& other, std::vector<
     }
     if (blob->bytes.size() != other_blob->bytes.size()) {
       return invalid(pair_name(first, other) + " have different weights: '" + key + "' holds " +
-                     num(blob->bytes.size()) + " bytes vs " + num(other_blob->bytes.size()));
+                     std::to_string(blob->bytes.size()) + " bytes vs " + std::to_string(other_blob->bytes.size()));
     }
     groups.push_back({*blob, {*other_blob}});
     labels.push_back(pair_name(first, other) + " have different weights: '" + key + "'");
@@ -136,7 +134,7 @@ Result<PerTargetPlan> plan_per_target(const std::vector<PartProgram>& programs, 
     for (VariantOrigin& origin : origins_of(e, target)) plan.provenance.push_back(std::move(origin));
   }
   if (auto mismatch = compare_groups(groups, threads, stats)) {
-    return invalid(labels[mismatch->group] + ": byte " + num(mismatch->offset) + " differs; expected identical weights");
+    return invalid(labels[mismatch->group] + ": byte " + std::to_string(mismatch->offset) + " differs; expected identical weights");
   }
   return plan;
 }

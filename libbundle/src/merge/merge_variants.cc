@@ -19,11 +19,9 @@
 namespace ptb::detail {
 namespace {
 
-std::string num(uint64_t value) { return std::to_string(value); }
-
 std::string sm_list(const std::vector<uint32_t>& sms, const char* prefix) {
   std::string out;
-  for (uint32_t sm : sms) out += (out.empty() ? "" : ", ") + std::string(prefix) + num(sm);
+  for (uint32_t sm : sms) out += (out.empty() ? "" : ", ") + std::string(prefix) + std::to_string(sm);
   return out;
 }
 
@@ -36,7 +34,7 @@ Result<LibrarySource> library_of(const Export& e, const CudaDelegate& delegate, 
   const PteNamedData* entry = e.pte().find_named_data(variant.so_key);
   if (!entry) {
     return invalid(e.name() + ": " + delegate.identity() + ": the library '" + variant.so_key + "' of the sm" +
-                   num(variant.target_sm) + " variant is not in the program's named data; expected the export's .pte to hold it");
+                   std::to_string(variant.target_sm) + " variant is not in the program's named data; expected the export's .pte to hold it");
   }
   return LibrarySource{variant.so_key, Blob{e.pte().named_data_bytes(*entry), &e.pte().file()}, &e};
 }
@@ -47,7 +45,7 @@ Status check_native_library(const Export& e, const CudaDelegate& delegate, const
   std::string name = e.name() + ": named data '" + library.key + "'";
   PTB_TRY(const LibraryKernels* kernels, scans.get(library.key, library.blob.bytes, name));
   if (kernels->cubin_sms.empty() && !kernels->ptx_sms.empty()) {
-    return invalid(e.name() + ": " + delegate.identity() + ": the library of the sm" + num(variant.target_sm) +
+    return invalid(e.name() + ": " + delegate.identity() + ": the library of the sm" + std::to_string(variant.target_sm) +
                    " variant holds only PTX (" + sm_list(kernels->ptx_sms, "compute_") +
                    ") and no cubin, so it is not a native variant; pass this export as the fallback: --fallback " +
                    input_spelling(e));
@@ -62,7 +60,7 @@ Status check_fallback_library(const Export& e, const CudaDelegate& delegate, con
   PTB_TRY(const LibraryKernels* kernels, scans.get(library.key, library.blob.bytes, name));
   if (kernels->ptx_sms.empty() && !kernels->cubin_sms.empty()) {
     return invalid(e.name() + ": " + delegate.identity() + ": the fallback variant says it carries PTX for compute_" +
-                   num(variant.ptx_compute) + ", but its library holds only cubins (" +
+                   std::to_string(variant.ptx_compute) + ", but its library holds only cubins (" +
                    sm_list(kernels->cubin_sms, "sm_") + "); expected an export made with cuda_include_ptx=ON");
   }
   return {};
@@ -99,7 +97,7 @@ Result<Chosen> fallback_from_option(const Export& reference, const Export& fallb
     if (variant.ptx_compute != 0) capable.push_back(&variant);
   }
   if (capable.size() != 1) {
-    return invalid(fallback.name() + " (--fallback): " + delegate.identity() + ": " + num(capable.size()) +
+    return invalid(fallback.name() + " (--fallback): " + delegate.identity() + ": " + std::to_string(capable.size()) +
                    " PTX-capable variants; expected exactly one (an export made with cuda_include_ptx=ON)");
   }
   CudaVariant variant = *capable.front();
@@ -149,7 +147,7 @@ Result<DelegateVariants> select_variants(const std::vector<Export>& regular, con
       auto [owner, fresh] = target_owner.emplace(declared.target_sm, &e);
       if (!fresh) {
         return invalid(owner->second->name() + " and " + e.name() + " both hold a variant for sm" +
-                       num(declared.target_sm) + " (" + delegate.identity() + "); expected each GPU target once");
+                       std::to_string(declared.target_sm) + " (" + delegate.identity() + "); expected each GPU target once");
       }
       CudaVariant variant = declared;
       variant.ptx_compute = 0;

@@ -11,8 +11,6 @@
 namespace ptb::detail {
 namespace {
 
-std::string num(uint64_t value) { return std::to_string(value); }
-
 std::string show_dims(const std::vector<int64_t>& dims) {
   std::string out = "[";
   for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
@@ -24,7 +22,7 @@ std::optional<std::string> metadata_difference(const CudaWeight& a, const CudaWe
   auto show = [](const char* field, const std::string& x, const std::string& y) {
     return std::string(field) + " " + x + " vs " + y;
   };
-  if (a.storage_nbytes != b.storage_nbytes) return show("storage size", num(a.storage_nbytes), num(b.storage_nbytes));
+  if (a.storage_nbytes != b.storage_nbytes) return show("storage size", std::to_string(a.storage_nbytes), std::to_string(b.storage_nbytes));
   if (a.dtype != b.dtype) return show("dtype", std::to_string(a.dtype), std::to_string(b.dtype));
   if (a.device_type != b.device_type) return show("device", std::to_string(a.device_type), std::to_string(b.device_type));
   if (a.storage_offset != b.storage_offset)
@@ -63,7 +61,7 @@ Result<Blob> sized_blob(const Export& e, const CudaDelegate& delegate, const Cud
   }
   if (blob->bytes.size() != weight.storage_nbytes) {
     return invalid(where + ": the blob '" + weight.storage_key + "' in " + e.blob_file(weight.storage_key) + " holds " +
-                   num(blob->bytes.size()) + " bytes; expected " + num(weight.storage_nbytes) +
+                   std::to_string(blob->bytes.size()) + " bytes; expected " + std::to_string(weight.storage_nbytes) +
                    " (the storage size in the CUDA payload)");
   }
   return *blob;
@@ -136,7 +134,7 @@ Status WeightCheck::run(unsigned threads, CompareStats& stats) const {
   const Queued& queued = queued_[mismatch->group];
   const Candidate& candidate = queued.candidates[mismatch->candidate];
   return invalid(pair_name(reference_, *candidate.source) + " have different weights: " + queued.identity + ": FQN '" +
-                 queued.fqn + "': byte " + num(mismatch->offset) + " of " + num(queued.reference.bytes.size()) +
+                 queued.fqn + "': byte " + std::to_string(mismatch->offset) + " of " + std::to_string(queued.reference.bytes.size()) +
                  " differs (key '" + queued.key + "' in " + reference_.blob_file(queued.key) + " and '" + candidate.key +
                  "' in " + candidate.source->blob_file(candidate.key) + "); expected identical weights in every variant");
 }

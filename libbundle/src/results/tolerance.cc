@@ -136,15 +136,6 @@ bool element_matches(double got, double want, const Tolerance& tolerance) {
   return std::isfinite(error) && error <= tolerance.atol + tolerance.rtol * std::fabs(want);
 }
 
-std::string shape_text(const std::vector<uint64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  return text + "]";
-}
-
 Result<ComparisonStats> compare_tensors(const TensorBytes& got, const TensorBytes& want,
                                         const Tolerance& tolerance) {
   if (got.scalar_type != want.scalar_type) {

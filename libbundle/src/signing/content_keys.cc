@@ -15,6 +15,7 @@
 #include "ptbundle/formats/segment_source.h"
 #include "ptbundle/program/program_with_data.h"
 #include "ptbundle/signing/folder_digests.h"
+#include "ptbundle/base/sha256.h"
 
 namespace ptb {
 namespace {
@@ -105,7 +106,7 @@ Status check_program_content_keys(const ProgramWithData& program) {
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next.fetch_add(1); i < blobs.size(); i = next.fetch_add(1))
-      digests[i] = sha256_range_hex(*blobs[i].file, blobs[i].offset, blobs[i].size);
+      digests[i] = sha256_file_range(*blobs[i].file, blobs[i].offset, blobs[i].size);
   };
   const size_t threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), blobs.size());
   std::vector<std::thread> pool;

@@ -7,34 +7,13 @@
 
 #include "ptbundle/base/file.h"
 #include "ptbundle/base/sha256.h"
+#include "ptbundle/base/text.h"
+#include "ptbundle/formats/json.h"
 
 namespace ptb {
 namespace {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::ordered_json;
-
-bool is_utf8(std::string_view text) {
-  for (size_t i = 0; i < text.size();) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    size_t extra = 0;
-    if (c < 0x80) extra = 0;
-    else if (c >= 0xc2 && c <= 0xdf) extra = 1;
-    else if (c >= 0xe0 && c <= 0xef) extra = 2;
-    else if (c >= 0xf0 && c <= 0xf4) extra = 3;
-    else return false;  // a continuation byte first, or an overlong two-byte lead
-    if (text.size() - i <= extra) return false;
-    for (size_t k = 1; k <= extra; ++k) {
-      if ((static_cast<unsigned char>(text[i + k]) >> 6) != 2) return false;
-    }
-    // Overlong three- and four-byte forms, surrogates and code points past U+10FFFF.
-    const unsigned char d = extra ? static_cast<unsigned char>(text[i + 1]) : 0;
-    if (extra == 2 && ((c == 0xe0 && d < 0xa0) || (c == 0xed && d >= 0xa0))) return false;
-    if (extra == 3 && ((c == 0xf0 && d < 0x90) || (c == 0xf4 && d >= 0x90))) return false;
-    i += extra + 1;
-  }
-  return true;
-}
 
 bool hex_to_digest(const std::string& hex, Digest& out) {
   if (hex.size() != 64) return false;
@@ -69,7 +48,6 @@ Result<std::string> root_digest(const std::vector<SignedResource>& resources, co
   return to_hex(hasher.finish());
 }
 
-bool valid_utf8(std::string_view text) { return is_utf8(text); }
 
 }  // namespace detail
 

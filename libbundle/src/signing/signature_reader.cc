@@ -6,45 +6,20 @@
 #include "ptbundle/signing/model_signature.h"
 
 #include "ptbundle/base/file.h"
+#include "ptbundle/base/text.h"
+#include "ptbundle/formats/json.h"
 
 namespace ptb {
 
 namespace detail {
 Result<std::string> root_digest(const std::vector<SignedResource>& resources, const std::string& where);
-bool valid_utf8(std::string_view text);
 }  // namespace detail
 
 namespace {
 
-using Json = nlohmann::ordered_json;
-
-constexpr int kMaxDepth = 32;
-
-// Nesting depth of JSON text, counting brackets outside strings; checked
-// before parsing so that no parser or destructor recurses deeply.
-int json_depth(Bytes text) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (uint8_t c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '{' || c == '[') deepest = std::max(deepest, ++depth);
-    else if (c == '}' || c == ']') --depth;
-  }
-  return deepest;
-}
-
 Result<Json> parse_json(Bytes text, const std::string& where) {
-  if (json_depth(text) > kMaxDepth)
-    return invalid(where + ": JSON nested more than " + std::to_string(kMaxDepth) + " deep; expected a signature");
-  Json json = Json::parse(text.begin(), text.end(), nullptr, false);
-  if (json.is_discarded()) return invalid(where + ": not valid JSON");
-  return json;
+  return parse_json_bounded(std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), where,
+                            "a signature");
 }
 
 // The member `key` of object `parent` (at `at`), which must have `type`.
@@ -70,7 +45,7 @@ bool is_hex64(const std::string& text) {
 
 // A resource or ignore path: relative, '/'-separated, no empty, "." or ".." component.
 bool is_safe_relative(const std::string& name) {
-  if (name.empty() || name.front() == '/' || name.find('\0') != std::string::npos || !detail::valid_utf8(name)) return false;
+  if (name.empty() || name.front() == '/' || name.find('\0') != std::string::npos || !is_utf8(name)) return false;
   size_t start = 0;
   while (start <= name.size()) {
     size_t end = std::min(name.find('/', start), name.size());
@@ -187,8 +162,7 @@ Result<SignatureFile> parse_signature(Bytes data, const std::string& path) {
     out.statement_error = json.error().message;
     return out;
   }
-  out.statement_json = std::move(*json);
-  auto statement = parse_statement(out.statement_json, path);
+  auto statement = parse_statement(*json, path);
   if (statement.ok()) out.statement = std::move(*statement);
   else out.statement_error = statement.error().message;
   return out;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 namespace ptb {
 
@@ -29,6 +30,33 @@ const char* scalar_type_name(int32_t scalar_type);
 std::optional<int8_t> scalar_type_from_name(std::string_view name);
 // Bytes per element; nullopt outside the table.
 std::optional<uint64_t> scalar_type_size(int32_t scalar_type);
+
+// Elements of a tensor of `sizes` (any integer type; an empty list is a
+// scalar: 1). Nullopt when a size is negative or the product overflows 64
+// bits: the one overflow rule for sizes read from a file.
+template <typename Sizes>
+std::optional<uint64_t> element_count(const Sizes& sizes) {
+  uint64_t count = 1;
+  for (const auto& size : sizes) {
+    if constexpr (std::is_signed_v<std::decay_t<decltype(size)>>) {
+      if (size < 0) return std::nullopt;
+    }
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(size), &count)) return std::nullopt;
+  }
+  return count;
+}
+
+// Bytes of a dense tensor of `sizes` and `scalar_type`: nullopt for a dtype
+// outside the table, a negative size or a size past 64 bits.
+template <typename Sizes>
+std::optional<uint64_t> tensor_bytes(const Sizes& sizes, int32_t scalar_type) {
+  std::optional<uint64_t> element = scalar_type_size(scalar_type);
+  std::optional<uint64_t> count = element_count(sizes);
+  uint64_t bytes = 0;
+  if (!element || !count || __builtin_mul_overflow(*count, *element, &bytes)) return std::nullopt;
+  return bytes;
+}
+
 // Integers and bool (compared exactly); the four floating types (float16,
 // float32, float64, bfloat16: compared with a tolerance).
 bool is_integer_type(int32_t scalar_type);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ptbundle/base/file.h"
+#include "ptbundle/base/result.h"
 
 namespace ptb {
 
@@ -29,9 +30,13 @@ class Sha256 {
 Digest sha256(Bytes data);
 std::string to_hex(const Digest& digest);
 
-// SHA-256 (hex) of [offset, offset + size) of `file`, streamed in 1 MiB
-// slices through one buffer, so that hashing a 4 GiB blob keeps nothing of it
-// resident. The range must lie in the file.
-std::string sha256_mapped_range(const MappedFile& file, uint64_t offset, uint64_t size);
+// The one file hasher. SHA-256 (hex) of [offset, offset + size) of `file`,
+// read with pread in 1 MiB slices through one buffer: hashing a 4 GiB blob
+// keeps nothing of it resident, and costs less than faulting the mapping in.
+// A range past the end, a failed read, or a file cut short while it is read
+// is an error naming the file and the offset, never a digest of fewer bytes.
+Result<std::string> sha256_file_range(const MappedFile& file, uint64_t offset, uint64_t size);
+// The whole regular file at `path`, opened with no symlink followed.
+Result<std::string> sha256_file(const std::string& path);
 
 }  // namespace ptb

@@ -8,13 +8,12 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "ptbundle/formats/pte.h"
+#include "ptbundle/formats/method_info.h"
 #include "ptbundle/base/result.h"
 #include "ptbundle/kernels/gpu_target.h"  // is_gpu_target_name: a target's folder and a program's "target"
 
@@ -157,29 +156,12 @@ struct Manifest {
   ManifestPart* find_part(std::string_view name);
 };
 
-using Json = nlohmann::ordered_json;
-
 // Bounds on what is parsed: bundle.json lists files, not data, so 64 MiB is
-// far beyond any real one, and no valid manifest nests deeper than 8.
+// far beyond any real one.
 inline constexpr uint64_t kMaxManifestBytes = 64ull << 20;
-inline constexpr size_t kMaxJsonDepth = 64;
 
-// JSON text parsed only when it is at most `max_depth` arrays/objects deep
-// (checked by a scan before the parser builds anything, so 100,000 nested
-// brackets cost one pass and no recursion); errors name `name`.
-Result<Json> parse_json_bounded(std::string_view text, const std::string& name, size_t max_depth = kMaxJsonDepth);
-
-Json manifest_to_json(const Manifest& manifest);
-// nlohmann's hook: a Manifest converts to its bundle.json form wherever a Json is made from one.
-inline void to_json(Json& json, const Manifest& manifest) { json = manifest_to_json(manifest); }
-// `name` prefixes errors ("bundle/bundle.json").
-Result<Manifest> manifest_from_json(const Json& json, const std::string& name);
-// The top level without reading the parts (which must be an array): for
-// verify, which reads each part on its own so that one bad entry does not
-// hide the others.
-Result<Manifest> manifest_header_from_json(const Json& json, const std::string& name);
-// One entry of "parts"; `at` is its JSON path ("parts[3]").
-Result<ManifestPart> manifest_part_from_json(const Json& part, const std::string& name, const std::string& at);
+// bundle.json's text, checked whole; `name` prefixes errors. Its JSON form
+// (for reports and tests) is in manifest_json.h.
 Result<Manifest> parse_manifest(std::string_view text, const std::string& name);
 
 class BundleDir;

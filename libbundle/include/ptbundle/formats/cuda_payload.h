@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,5 +60,18 @@ std::vector<uint8_t> encode_cuda_payload(const CudaPayload& payload);
 
 // The variants reduced to what ExecuTorch's runtime chooses by (choose_variant).
 std::vector<VariantTarget> variant_targets(const std::vector<CudaVariant>& variants);
+
+// A named-data key a payload reads, and what reads it: the one list that
+// export (to copy the keys), verify (to check them) and run (to bind them)
+// agree on.
+struct PayloadKey {
+  std::string key;
+  std::string what;     // "the library of variant 0 (sm_80)", "the storage of weight 'fc.bias'"
+  bool library = false;  // a shared object: must be an ELF file
+  std::optional<uint64_t> exact_size;  // a weight's storage_nbytes
+};
+// Libraries first, then weights. A single-blob payload with an empty weights
+// key names no blob (ExecuTorch then loads none), so it needs no key for it.
+std::vector<PayloadKey> payload_keys(const CudaPayload& payload);
 
 }  // namespace ptb

@@ -18,10 +18,16 @@
 #include "ptbundle/formats/key_index.h"
 #include "ptbundle/base/dtype.h"
 #include "ptbundle/base/file.h"
-#include "ptbundle/fb/program_generated.h"
+#include "ptbundle/formats/method_info.h"
 #include "ptbundle/base/result.h"
 
 namespace ptb {
+
+// The generated FlatBuffers type: the files that walk a program include
+// "ptbundle/fb/program_generated.h" themselves.
+namespace fb {
+struct Program;
+}  // namespace fb
 
 // The "eh00" header that ExecuTorch places after the file identifier.
 struct PteExtendedHeader {
@@ -86,48 +92,6 @@ class PteFile {
   KeyIndex named_data_index_;
   // [plan][delegate] -> payload, resolved and checked at open.
   std::vector<std::vector<Bytes>> delegate_payloads_;
-};
-
-// ---- What a method looks like from outside: for inspect, manifests, run ----
-
-struct TensorSpec {
-  int8_t scalar_type = 0;
-  std::vector<int64_t> sizes;
-  std::vector<uint8_t> dim_order;
-  std::string dynamism = "static";  // "static", "dynamic_bound", "dynamic_unbound"
-};
-
-// One input or output of a method: a tensor, or another kind of value
-// ("int", "double", "bool", "string", "none", "int_list", ...).
-struct ValueSpec {
-  std::string kind;
-  std::optional<TensorSpec> tensor;
-};
-
-struct CompileSpecEntry {
-  std::string key;
-  std::vector<uint8_t> value;
-  bool is_text() const;  // printable UTF-8/ASCII
-};
-
-struct DelegateInfo {
-  std::string id;                         // "CudaBackend", ...
-  std::string location;                   // "inline" or "segment"
-  uint32_t index = 0;                     // into backend_delegate_data or segments
-  uint64_t payload_size = 0;
-  std::vector<CompileSpecEntry> compile_specs;  // in file order
-  const CompileSpecEntry* find_spec(std::string_view key) const;
-};
-
-struct MethodInfo {
-  std::string name;
-  std::vector<ValueSpec> inputs;
-  std::vector<ValueSpec> outputs;
-  std::vector<std::string> operators;  // "name.overload" or "name"
-  std::vector<DelegateInfo> delegates;
-  uint64_t num_values = 0;
-  uint64_t num_instructions = 0;
-  std::vector<int64_t> non_const_buffer_sizes;
 };
 
 // Every index used (inputs, outputs, op and delegate indices) was verified

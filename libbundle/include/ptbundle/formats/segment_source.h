@@ -47,9 +47,4 @@ uint64_t lcm_alignment(uint64_t a, uint64_t b);
 // if it is already past it (a layout bug, not an input error).
 Status pad_to(AtomicOutput& out, uint64_t target);
 
-// SHA-256 of a file's bytes read with pread in 1 MiB pieces, so hashing a
-// 4 GiB file keeps neither the file nor a mapping of it resident.
-Result<std::string> sha256_file_hex(const std::string& path);
-Result<std::string> sha256_range_hex(const MappedFile& file, uint64_t offset, uint64_t size);
-
 }  // namespace ptb

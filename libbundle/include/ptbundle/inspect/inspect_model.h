@@ -493,10 +493,33 @@ struct InspectPackage {
 
 // ---- Signatures and bundle folders -------------------------------------------------
 
+struct InspectSignedFile {
+  std::string name;
+  std::string sha256;
+  template <class F>
+  void fields(F& f) const {
+    f("name", name)("sha256", sha256);
+  }
+};
+
+// The signed in-toto statement, as signature_reader.cc parsed and checked it
+// (types, root digest); what it claims, not yet verified.
+struct InspectStatement {
+  SignedStatement statement;
+  template <class F>
+  void fields(F& f) const {
+    std::vector<InspectSignedFile> files;
+    for (const SignedResource& resource : statement.resources) files.push_back({resource.name, resource.sha256});
+    f("type", kInTotoStatementType)("predicate_type", kModelSigningPredicateType)("subject_name", statement.subject_name)(
+        "subject_sha256", statement.subject_sha256)("method", statement.method)("hash_type", statement.hash_type)(
+        "allow_symlinks", statement.allow_symlinks)("ignore_paths", statement.ignore_paths)("resources", files);
+  }
+};
+
 // A signature file as read: who signed and what; not verified (verify --key does).
 struct InspectSignature {
   std::optional<std::string> key_fingerprint;
-  std::optional<Json> statement;  // the signed in-toto statement as read, when it is JSON
+  std::optional<InspectStatement> statement;  // null when the payload is no valid statement
   std::optional<std::string> statement_error;
   std::optional<std::string> file;  // inside a bundle folder: its name
   template <class F>

@@ -35,6 +35,7 @@
 
 #include "ptbundle/base/file.h"
 #include "ptbundle/base/result.h"
+#include "ptbundle/base/text.h"
 
 namespace ptb {
 
@@ -132,8 +133,5 @@ std::string failure_detail(const OutputComparison& output);
 // "part encoder does not reproduce its test case (max abs diff 9.53e-02 > 0.075);
 // export it again on this GPU". With several outputs the failing one is named.
 std::string test_case_verdict(const std::string& part, const std::vector<OutputComparison>& outputs);
-
-// "[4, 16]"
-std::string shape_text(const std::vector<uint64_t>& shape);
 
 }  // namespace ptb

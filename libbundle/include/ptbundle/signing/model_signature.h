@@ -28,7 +28,6 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -85,9 +84,8 @@ struct SignatureFile {
   std::vector<uint8_t> signature;       // DER
   // Parsed from payload, root digest checked; trusted only once the
   // signature verified. When the payload is no valid statement,
-  // statement_error says why (statement_json holds it if it is JSON).
+  // statement_error says why (and statement is empty).
   SignedStatement statement;
-  nlohmann::ordered_json statement_json;
   std::string statement_error;
 };
 
