@@ -12,6 +12,24 @@
 #include "command.h"
 #include "ptbundle/export/export.h"
 
+namespace ptb {
+
+// Text for people. In namespace ptb, beside ExportReport, so that
+// Output::print finds it by argument-dependent lookup.
+void render_text(std::ostream& out, const ExportReport& report) {
+  out << "exported " << report.parts.size() << (report.parts.size() == 1 ? " part" : " parts") << " into "
+      << report.bundle_dir << " (" << report.manifest.parts.size() << " in " << kManifestFileName << ")\n";
+  for (const ExportedPart& part : report.parts) {
+    out << "  " << part.name << " (" << part.source_kind << (part.replaced ? ", replaced" : "") << "):";
+    for (size_t i = 0; i < part.files.size(); ++i)
+      out << (i ? "," : "") << " " << part.files[i].path << " " << app::human_size(part.files[i].size);
+    out << '\n';
+    for (const auto& note : part.notes) out << "    note: " << note << '\n';
+  }
+}
+
+}  // namespace ptb
+
 namespace ptb::app {
 namespace {
 
@@ -71,57 +89,6 @@ Result<ExportOptions> build_options(const ExportArgs& args) {
   return options;
 }
 
-// The model: schemas/export.schema.json. Files render as bundle.json lists
-// them (manifest_json.h).
-struct PartModel {
-  std::string name;
-  std::string source;  // "executorch" or "aoti_package"
-  bool replaced = false;
-  std::vector<ManifestFile> files;
-  std::vector<std::string> notes;
-  template <class F>
-  void fields(F& f) const {
-    f("name", name)("source", source)("replaced", replaced)("files", files)("notes", notes);
-  }
-};
-
-struct ExportModel {
-  std::string bundle;
-  std::string manifest = std::string(kManifestFileName);
-  size_t manifest_parts = 0;  // text only: parts in bundle.json after the export
-  std::vector<PartModel> parts;
-  std::vector<std::string> removed_signatures;
-  template <class F>
-  void fields(F& f) const {
-    f("bundle", bundle)("manifest", manifest)("parts", parts)("removed_signatures", removed_signatures);
-  }
-};
-
-ExportModel model_of(const ExportReport& report) {
-  ExportModel model;
-  model.bundle = report.bundle_dir;
-  model.manifest_parts = report.manifest.parts.size();
-  model.removed_signatures = report.removed_signatures;
-  for (const auto& part : report.parts) {
-    PartModel entry{part.name, part.source_kind, part.replaced, {}, part.notes};
-    entry.files = part.files;
-    model.parts.push_back(std::move(entry));
-  }
-  return model;
-}
-
-void render_text(std::ostream& out, const ExportModel& model) {
-  out << "exported " << model.parts.size() << (model.parts.size() == 1 ? " part" : " parts") << " into "
-      << model.bundle << " (" << model.manifest_parts << " in " << model.manifest << ")\n";
-  for (const auto& part : model.parts) {
-    out << "  " << part.name << " (" << part.source << (part.replaced ? ", replaced" : "") << "):";
-    for (size_t i = 0; i < part.files.size(); ++i)
-      out << (i ? "," : "") << " " << part.files[i].path << " " << human_size(part.files[i].size);
-    out << '\n';
-    for (const auto& note : part.notes) out << "    note: " << note << '\n';
-  }
-}
-
 int run_export(const ExportArgs& args, Output& out) {
   auto options = build_options(args);
   if (!options) return out.fail(options.error());
@@ -134,7 +101,7 @@ int run_export(const ExportArgs& args, Output& out) {
   if (!result) return out.fail(result.error());
   report_removed_signatures(result->removed_signatures);
   out.committed();
-  return out.print(model_of(*result));
+  return out.print(*result);
 }
 
 }  // namespace

@@ -12,6 +12,32 @@
 #include "text_table.h"
 #include "ptbundle/bundle/manifest_json.h"
 
+namespace ptb {
+
+// Text for people. In namespace ptb, beside the results, so that
+// Output::print finds them by argument-dependent lookup.
+void render_text(std::ostream& out, const MergeResult& result) {
+  app::TextTable table({{"delegate"}, {"kind"}, {"target"}, {"source"}});
+  for (const VariantOrigin& origin : result.provenance) {
+    std::string source = origin.source_pte + (origin.kind == VariantKind::PtxFallback ? " [fallback]" : "");
+    table.add({origin.delegate(), variant_kind_name(origin.kind), origin.target(), source});
+  }
+  for (const auto& line : table.lines("")) out << line << '\n';
+}
+
+void render_text(std::ostream& out, const BundleMergeResult& result) {
+  app::TextTable table({{"part"}, {"layout"}, {"delegate"}, {"kind"}, {"target"}, {"source"}});
+  for (const MergedPart& part : result.parts) {
+    const std::string layout = part_merge_layout_name(part.layout);
+    if (part.provenance.empty()) table.add({part.name, layout, "-", "-", "-", "-"});
+    for (const VariantOrigin& origin : part.provenance)
+      table.add({part.name, layout, origin.delegate(), variant_kind_name(origin.kind), origin.target(), origin.source_pte});
+  }
+  for (const auto& line : table.lines("")) out << line << '\n';
+}
+
+}  // namespace ptb
+
 namespace ptb::app {
 namespace {
 
@@ -23,86 +49,6 @@ struct MergeOptions {
   unsigned threads = 0;
   std::vector<std::string> keys;  // bundle inputs: public keys their signatures must verify with
 };
-
-// The models: schemas/merge.schema.json.
-struct OriginModel {
-  VariantOrigin origin;
-  template <class F>
-  void fields(F& f) const {
-    f("delegate", origin.delegate())("method", origin.method)("delegate_index", origin.delegate_index)(
-        "kind", std::string(variant_kind_name(origin.kind)))("target", origin.target())("target_sm", origin.target_sm)(
-        "ptx_compute", origin.ptx_compute)("library_key", origin.so_key)("library_size", origin.so_size)(
-        "source", origin.source_pte)("from_fallback_option", origin.from_fallback_option);
-  }
-};
-
-std::vector<OriginModel> origins_of(const std::vector<VariantOrigin>& provenance) {
-  std::vector<OriginModel> origins;
-  for (const VariantOrigin& origin : provenance) origins.push_back({origin});
-  return origins;
-}
-
-struct VariantModel {
-  CudaVariant variant;
-  template <class F>
-  void fields(F& f) const {
-    f("target_sm", variant.target_sm)("ptx_compute", variant.ptx_compute)("fallback_only", variant.fallback_only);
-  }
-};
-
-struct OutputsModel {
-  std::string pte;
-  std::optional<std::string> ptd;  // none when the inputs keep their weights inside the .pte
-  template <class F>
-  void fields(F& f) const {
-    f("pte", pte)("ptd", ptd);
-  }
-};
-
-struct WeightsModel {
-  uint64_t count = 0;
-  uint64_t bytes = 0;
-  template <class F>
-  void fields(F& f) const {
-    f("count", count)("bytes", bytes);
-  }
-};
-
-struct ProgramMergeModel {
-  OutputsModel outputs;
-  std::vector<VariantModel> variants;
-  std::vector<OriginModel> provenance;
-  WeightsModel weights;
-  uint64_t compared_bytes = 0;
-  std::vector<std::string> removed_signatures;
-  template <class F>
-  void fields(F& f) const {
-    f("ptbundle_merge_version", 1)("outputs", outputs)("variants", variants)("provenance", provenance)(
-        "weights", weights)("compared_bytes", compared_bytes)("removed_signatures", removed_signatures);
-  }
-};
-
-ProgramMergeModel model_of(const MergeResult& result) {
-  ProgramMergeModel model;
-  model.outputs.pte = result.output_pte;
-  if (!result.output_ptd.empty()) model.outputs.ptd = result.output_ptd;
-  for (const CudaVariant& variant : result.variants) model.variants.push_back({variant});
-  model.provenance = origins_of(result.provenance);
-  model.weights = {result.weight_count, result.weight_bytes};
-  model.compared_bytes = result.compared_bytes;
-  model.removed_signatures = result.removed_signatures;
-  return model;
-}
-
-void render_text(std::ostream& out, const ProgramMergeModel& model) {
-  TextTable table({{"delegate"}, {"kind"}, {"target"}, {"source"}});
-  for (const OriginModel& row : model.provenance) {
-    const VariantOrigin& origin = row.origin;
-    std::string source = origin.source_pte + (origin.kind == VariantKind::PtxFallback ? " [fallback]" : "");
-    table.add({origin.delegate(), variant_kind_name(origin.kind), origin.target(), source});
-  }
-  for (const auto& line : table.lines("")) out << line << '\n';
-}
 
 int run_file_merge(const MergeOptions& options, Output& out) {
   MergeRequest request;
@@ -133,48 +79,7 @@ int run_file_merge(const MergeOptions& options, Output& out) {
                  result->output_ptd.empty() ? "" : " and ", result->output_ptd.c_str(), result->variants.size());
   }
   out.committed();
-  return out.print(model_of(*result));
-}
-
-struct MergedPartModel {
-  std::string name;
-  PartMergeLayout layout = PartMergeLayout::Identical;
-  std::vector<OriginModel> provenance;
-  template <class F>
-  void fields(F& f) const {
-    f("name", name)("layout", std::string(part_merge_layout_name(layout)))("provenance", provenance);
-  }
-};
-
-struct BundleMergeModel {
-  std::string output_dir;
-  std::vector<MergedPartModel> parts;
-  Json manifest;  // bundle.json as written (schemas/bundle.schema.json)
-  template <class F>
-  void fields(F& f) const {
-    f("ptbundle_merge_version", 1)("output_dir", output_dir)("parts", parts)("manifest", manifest);
-  }
-};
-
-BundleMergeModel model_of(const BundleMergeResult& result) {
-  BundleMergeModel model;
-  model.output_dir = result.output_dir;
-  for (const MergedPart& part : result.parts) model.parts.push_back({part.name, part.layout, origins_of(part.provenance)});
-  model.manifest = manifest_to_json(result.manifest);
-  return model;
-}
-
-void render_text(std::ostream& out, const BundleMergeModel& model) {
-  TextTable table({{"part"}, {"layout"}, {"delegate"}, {"kind"}, {"target"}, {"source"}});
-  for (const MergedPartModel& part : model.parts) {
-    const std::string layout = part_merge_layout_name(part.layout);
-    if (part.provenance.empty()) table.add({part.name, layout, "-", "-", "-", "-"});
-    for (const OriginModel& row : part.provenance) {
-      const VariantOrigin& origin = row.origin;
-      table.add({part.name, layout, origin.delegate(), variant_kind_name(origin.kind), origin.target(), origin.source_pte});
-    }
-  }
-  for (const auto& line : table.lines("")) out << line << '\n';
+  return out.print(*result);
 }
 
 int run_bundle_merge(const MergeOptions& options, Output& out) {
@@ -197,7 +102,7 @@ int run_bundle_merge(const MergeOptions& options, Output& out) {
     std::fprintf(stderr, "ptbundle: wrote the bundle %s (%zu parts)\n", result->output_dir.c_str(), result->parts.size());
   }
   out.committed();
-  return out.print(model_of(*result));
+  return out.print(*result);
 }
 
 // Bundle folders or .pte files; a mixture is a mistake worth naming.

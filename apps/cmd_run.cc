@@ -12,7 +12,6 @@
 #include "ptbundle/cuda/runtime_choice.h"
 
 namespace ptb::app {
-namespace {
 
 std::string ms_text(double ms) {
   char text[32];
@@ -21,121 +20,13 @@ std::string ms_text(double ms) {
   return text;
 }
 
-// The model: schemas/run.schema.json.
-struct DeviceModel {
-  CudaDeviceInfo device;
-  template <class F>
-  void fields(F& f) const {
-    f("index", device.index)("name", device.name)("sm", device.capability.name());
-  }
-};
+}  // namespace ptb::app
 
-struct WeightsModel {
-  WeightsLayout layout = WeightsLayout::None;
-  std::string file;
-  uint64_t bytes = 0;
-  std::string upload;
-  template <class F>
-  void fields(F& f) const {
-    f("layout", std::string(weights_layout_name(layout)))("file", file)("bytes", bytes)("upload", upload);
-  }
-};
+namespace ptb {
 
-struct LoadModel {
-  LoadTimes load;
-  template <class F>
-  void fields(F& f) const {
-    f("read", load.read_ms)("library", load.library_ms)("create", load.create_ms)("weights", load.weights_ms)(
-        "total", load.total_ms());
-  }
-};
-
-struct TensorModel {
-  RunTensor tensor;
-  bool input = true;
-  template <class F>
-  void fields(F& f) const {
-    f("index", tensor.index)("name", tensor.name)("dtype", std::string(scalar_type_name(tensor.scalar_type)))(
-        "shape", tensor.shape);
-    if (input) f("source", tensor.file);
-    else if (!tensor.file.empty()) f("file", tensor.file);
-  }
-};
-
-struct CheckModel {
-  RunCheck check;
-  template <class F>
-  void fields(F& f) const {
-    const OutputComparison& c = check.comparison;
-    f("output", c.name)("expected", check.expected_file)("passed", c.passed())("atol", c.tolerance.atol)(
-        "rtol", c.tolerance.rtol)("tolerance_rule", c.tolerance.rule)("max_abs_error", c.stats.max_abs_error)("mean_abs_error", c.stats.mean_abs_error)(
-        "max_rel_error", c.stats.max_rel_error)("mean_rel_error", c.stats.mean_rel_error)(
-        "required_atol", c.stats.required_atol)("mismatches", c.stats.mismatch_count)(
-        "problem", c.problem.empty() ? std::optional<std::string>() : c.problem);
-  }
-};
-
-struct TimingModel {
-  int warmup = 0;
-  TimingStats stats;
-  bool unstable = false;
-  template <class F>
-  void fields(F& f) const {
-    f("warmup", warmup)("iterations", stats.count)("min_ms", stats.min_ms)("median_ms", stats.median_ms)(
-        "p90_ms", stats.p90_ms)("p99_ms", stats.p99_ms)("max_ms", stats.max_ms)("mean_ms", stats.mean_ms)(
-        "stddev_ms", stats.stddev_ms)("coefficient_of_variation", stats.coefficient_of_variation)(
-        "calls_per_second", stats.calls_per_second)("unstable", unstable);
-  }
-};
-
-struct RuntimeModel {
-  RuntimeUse use;
-  std::string libraries;
-  template <class F>
-  void fields(F& f) const {
-    f("kind", std::string(aoti_runtime_name(use.kind)))("name", use.name)("reason", use.reason)("libraries",
-                                                                                                  libraries);
-  }
-};
-
-struct GraphModel {
-  GraphState state;
-  template <class F>
-  void fields(F& f) const {
-    f("requested", state.requested)("active", state.active)(
-        "why_not", state.why_not.empty() ? std::optional<std::string>() : state.why_not);
-  }
-};
-
-struct RunModel {
-  RunReport report;
-  template <class F>
-  void fields(F& f) const {
-    const RunReport& r = report;
-    f("part", r.part)("source", r.source)("method", r.method)("libtorch", r.libtorch)("runtime", RuntimeModel{r.runtime, r.load.libraries})(
-        "device", DeviceModel{r.device})(
-        "variant", r.variant)("kernels", r.kernels)(
-        "weights", WeightsModel{r.weights_layout, r.weights_file, r.load.weight_bytes, r.load.upload_method})(
-        "load_ms", LoadModel{r.load})("upload_gb_per_s", r.load.upload_gb_per_second())("inputs", tensors(r.inputs, true))(
-        "outputs", tensors(r.outputs, false));
-    if (r.verdict) {
-      std::vector<CheckModel> checks;
-      for (const RunCheck& check : r.checks) checks.push_back({check});
-      f("checks", checks)("verdict", *r.verdict);
-    }
-    if (r.timing) f("timing", TimingModel{r.warmup, *r.timing, !r.warnings.empty()});
-    f("cuda_graph", GraphModel{r.graphs});
-    f("warnings", r.warnings);
-  }
-  static std::vector<TensorModel> tensors(const std::vector<RunTensor>& list, bool input) {
-    std::vector<TensorModel> out;
-    for (const RunTensor& t : list) out.push_back({t, input});
-    return out;
-  }
-};
-
-void render_text(std::ostream& out, const RunModel& model) {
-  const RunReport& r = model.report;
+// Text for people. In namespace ptb, beside RunReport, so that Output::print
+// finds it by argument-dependent lookup.
+void render_text(std::ostream& out, const RunReport& r) {
   out << "part " << r.part << " (" << r.source << "), method " << r.method << ", on GPU " << r.device.index << " "
       << r.device.name << " (" << r.device.capability.name() << ")\n";
   out << "runtime: " << r.runtime.name << " (" << r.runtime.reason << ")\n";
@@ -145,9 +36,9 @@ void render_text(std::ostream& out, const RunModel& model) {
   const LoadTimes& load = r.load;
   char rate[64] = "";
   if (load.weight_bytes) std::snprintf(rate, sizeof rate, " at %.2f GB/s", load.upload_gb_per_second());
-  out << "load: read " << ms_text(load.read_ms) << ", library " << ms_text(load.library_ms) << ", create "
-      << ms_text(load.create_ms) << ", weights " << ms_text(load.weights_ms) << " (" << human_size(load.weight_bytes)
-      << " " << weights_layout_name(r.weights_layout) << rate << "), total " << ms_text(load.total_ms()) << '\n';
+  out << "load: read " << app::ms_text(load.read_ms) << ", library " << app::ms_text(load.library_ms) << ", create "
+      << app::ms_text(load.create_ms) << ", weights " << app::ms_text(load.weights_ms) << " (" << app::human_size(load.weight_bytes)
+      << " " << weights_layout_name(r.weights_layout) << rate << "), total " << app::ms_text(load.total_ms()) << '\n';
   if (load.weight_bytes) out << "upload: " << load.upload_method << '\n';
   for (const RunTensor& t : r.inputs) {
     out << "input " << t.index << " " << t.name << ": " << tensor_text(t.scalar_type, t.shape) << " from " << t.file
@@ -164,23 +55,29 @@ void render_text(std::ostream& out, const RunModel& model) {
     std::snprintf(calls, sizeof calls, "%.0f calls/s", s.calls_per_second);
     char cv[32];
     std::snprintf(cv, sizeof cv, "%.1f%%", s.coefficient_of_variation * 100);
-    out << "timing: " << s.count << " calls after " << r.warmup << " warm-up (CUDA events): min " << ms_text(s.min_ms)
-        << ", median " << ms_text(s.median_ms) << ", p90 " << ms_text(s.p90_ms) << ", p99 " << ms_text(s.p99_ms)
-        << ", max " << ms_text(s.max_ms) << ", mean " << ms_text(s.mean_ms) << "; " << calls << "; CV " << cv << '\n';
+    out << "timing: " << s.count << " calls after " << r.warmup << " warm-up (CUDA events): min " << app::ms_text(s.min_ms)
+        << ", median " << app::ms_text(s.median_ms) << ", p90 " << app::ms_text(s.p90_ms) << ", p99 " << app::ms_text(s.p99_ms)
+        << ", max " << app::ms_text(s.max_ms) << ", mean " << app::ms_text(s.mean_ms) << "; " << calls << "; CV " << cv << '\n';
   }
   if (r.graphs.requested) {
     out << "cuda graph: " << (r.graphs.active ? "calls replay a captured graph" : "off: " + r.graphs.why_not) << '\n';
   }
 }
 
+}  // namespace ptb
+
+namespace ptb::app {
+namespace {
+
+
 int run_command(const RunRequest& request, Output& out) {
   auto report = run_part(request);
   if (!report.ok()) return out.fail(report.error());
   for (const auto& warning : report->warnings) std::fprintf(stderr, "ptbundle: warning: %s\n", warning.c_str());
   if (!report->passed()) {
-    return out.print(RunModel{*report}, static_cast<int>(ErrorKind::Invalid), {invalid(report->verdict.value_or(""))});
+    return out.print(*report, static_cast<int>(ErrorKind::Invalid), {invalid(report->verdict.value_or(""))});
   }
-  return out.print(RunModel{*report});
+  return out.print(*report);
 }
 
 }  // namespace

@@ -8,6 +8,19 @@
 #include "command.h"
 #include "ptbundle/signing/sign_bundle.h"
 
+namespace ptb {
+
+// Text for people. Beside SignReport's namespace, not in ptb::app, so that
+// Output::print finds it by argument-dependent lookup as it finds a model's.
+void render_text(std::ostream& out, const SignReport& report) {
+  out << "signed " << report.statement.resources.size() << " file(s), " << app::human_size(report.bytes) << ", into "
+      << report.signature_path << "\n  key: ECDSA " << report.curve << " with " << report.hash << ", fingerprint "
+      << report.key_fingerprint << "\n  subject: " << printable(report.statement.subject_name)
+      << " sha256:" << report.statement.subject_sha256 << '\n';
+}
+
+}  // namespace ptb
+
 namespace ptb::app {
 namespace {
 
@@ -18,61 +31,6 @@ struct SignArgs {
   std::string output = kDefaultSignatureName;
 };
 
-// The model: schemas/sign.schema.json.
-struct SignedFileModel {
-  std::string path;
-  std::string sha256;
-  template <class F>
-  void fields(F& f) const {
-    f("path", path)("sha256", sha256);
-  }
-};
-
-struct SubjectModel {
-  std::string name;
-  std::string sha256;
-  template <class F>
-  void fields(F& f) const {
-    f("name", name)("sha256", sha256);
-  }
-};
-
-struct SignModel {
-  std::string signature;
-  std::string key_fingerprint;
-  std::string curve;
-  std::string hash;
-  SubjectModel subject;
-  std::vector<std::string> ignore_paths;
-  uint64_t bytes = 0;
-  std::vector<SignedFileModel> files;
-  template <class F>
-  void fields(F& f) const {
-    f("signature", signature)("format", std::string("model_signing"))("media_type", std::string(kSigstoreBundleMediaType))(
-        "predicate_type", std::string(kModelSigningPredicateType))("key_fingerprint", key_fingerprint)("curve", curve)(
-        "hash", hash)("subject", subject)("ignore_paths", ignore_paths)("bytes", bytes)("files", files);
-  }
-};
-
-SignModel model_of(const SignReport& report) {
-  SignModel model;
-  model.signature = report.signature_path;
-  model.key_fingerprint = report.key_fingerprint;
-  model.curve = report.curve;
-  model.hash = report.hash;
-  model.subject = {report.statement.subject_name, report.statement.subject_sha256};
-  model.ignore_paths = report.statement.ignore_paths;
-  model.bytes = report.bytes;
-  for (const auto& resource : report.statement.resources) model.files.push_back({resource.name, resource.sha256});
-  return model;
-}
-
-void render_text(std::ostream& out, const SignModel& model) {
-  out << "signed " << model.files.size() << " file(s), " << human_size(model.bytes) << ", into " << model.signature
-      << "\n  key: ECDSA " << model.curve << " with " << model.hash << ", fingerprint " << model.key_fingerprint
-      << "\n  subject: " << printable(model.subject.name) << " sha256:" << model.subject.sha256 << '\n';
-}
-
 int run_sign(const SignArgs& args, Output& out) {
   SignOptions options;
   options.bundle_dir = args.bundle;
@@ -82,7 +40,7 @@ int run_sign(const SignArgs& args, Output& out) {
   auto result = sign_bundle(options);
   if (!result) return out.fail(result.error());
   out.committed();
-  return out.print(model_of(*result));
+  return out.print(*result);
 }
 
 }  // namespace

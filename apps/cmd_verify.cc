@@ -20,119 +20,15 @@ struct VerifyArgs {
   bool verbose = false;
 };
 
-const char* mode_name(GpuMode mode) {
-  switch (mode) {
-    case GpuMode::Given: return "given";
-    case GpuMode::None: return "none";
-    case GpuMode::Auto: return "auto";
-  }
-  return "auto";
-}
-
-// The model: schemas/verify.schema.json.
-struct GpuModel {
-  std::string mode;
-  std::string description;
-  std::vector<std::string> capabilities;
-  std::optional<std::string> driver_version;
-  std::optional<std::string> skip_reason;
+// Text for people; the JSON is the report's own fields (gpu_check.h).
+struct VerifyText {
+  const VerifyReport& report;
+  bool verbose = false;  // list the checks that passed too
   template <class F>
   void fields(F& f) const {
-    f("mode", mode)("description", description)("capabilities", capabilities)("driver_version", driver_version)(
-        "skip_reason", skip_reason);
+    report.fields(f);
   }
 };
-
-struct Tally {
-  size_t passed = 0, failed = 0, skipped = 0, warned = 0;
-  void add(CheckStatus status) {
-    switch (status) {
-      case CheckStatus::Pass: ++passed; break;
-      case CheckStatus::Fail: ++failed; break;
-      case CheckStatus::Skip: ++skipped; break;
-      case CheckStatus::Warn: ++warned; break;
-    }
-  }
-  size_t total() const { return passed + failed + skipped + warned; }
-};
-
-struct SummaryModel {
-  Tally tally;
-  template <class F>
-  void fields(F& f) const {
-    f("checks", tally.total())("passed", tally.passed)("failed", tally.failed)("skipped", tally.skipped)(
-        "warned", tally.warned);
-  }
-};
-
-// A bundle's signature as verify found it; null in JSON for paths without one.
-struct SignatureModel {
-  SignatureSummary summary;
-  template <class F>
-  void fields(F& f) const {
-    f("file", *summary.file)("key_fingerprint", summary.key_fingerprint)("key", summary.key)("curve", summary.curve)(
-        "verified", summary.verified);
-  }
-};
-
-struct PathModel {
-  std::string path;
-  Tally tally;
-  std::optional<SignatureModel> signature;
-  template <class F>
-  void fields(F& f) const {
-    f("path", path)("ok", tally.failed == 0)("passed", tally.passed)("failed", tally.failed)("skipped", tally.skipped)(
-        "warned", tally.warned)("signature", signature);
-  }
-};
-
-struct CheckModel {
-  CheckOutcome outcome;
-  template <class F>
-  void fields(F& f) const {
-    f("check", outcome.check)("subject", outcome.subject)("status", std::string(check_status_name(outcome.status)))(
-        "message", outcome.message)("path", outcome.path);
-  }
-};
-
-struct VerifyModel {
-  bool ok = true;
-  GpuModel gpu;
-  SummaryModel summary;
-  std::vector<PathModel> paths;
-  std::vector<CheckModel> checks;
-  bool verbose = false;  // text only: list the checks that passed too
-  template <class F>
-  void fields(F& f) const {
-    f("ptbundle_verify_version", 1)("ok", ok)("gpu", gpu)("summary", summary)("paths", paths)("checks", checks);
-  }
-};
-
-VerifyModel model_of(const VerifyReport& report, const VerifyArgs& args) {
-  VerifyModel model;
-  model.ok = !report.checks.failed();
-  model.gpu.mode = mode_name(report.gpu.mode);
-  model.gpu.description = report.gpu.description;
-  for (const auto& capability : report.gpu.capabilities) model.gpu.capabilities.push_back(capability.name());
-  if (report.gpu.driver_version) model.gpu.driver_version = cuda_version_name(report.gpu.driver_version);
-  if (!report.gpu.skip_reason.empty()) model.gpu.skip_reason = report.gpu.skip_reason;
-  for (const auto& path : args.paths) {
-    PathModel entry{path, {}, std::nullopt};
-    for (const auto& summary : report.signatures) {
-      if (summary.path == path && summary.file) entry.signature = SignatureModel{summary};
-    }
-    model.paths.push_back(std::move(entry));
-  }
-  for (const auto& outcome : report.checks.outcomes()) {
-    model.summary.tally.add(outcome.status);
-    for (PathModel& path : model.paths) {
-      if (path.path == outcome.path) path.tally.add(outcome.status);
-    }
-    model.checks.push_back({outcome});
-  }
-  model.verbose = args.verbose;
-  return model;
-}
 
 const char* status_word(CheckStatus status) {
   switch (status) {
@@ -144,32 +40,31 @@ const char* status_word(CheckStatus status) {
   return "ok  ";
 }
 
-void render_text(std::ostream& out, const VerifyModel& model) {
-  for (const PathModel& path : model.paths) {
-    for (const CheckModel& check : model.checks) {
-      const CheckOutcome& outcome = check.outcome;
-      if (outcome.path != path.path || (outcome.status == CheckStatus::Pass && !model.verbose)) continue;
+void render_text(std::ostream& out, const VerifyText& text) {
+  const VerifyReport& report = text.report;
+  for (const std::string& path : report.paths) {
+    for (const CheckOutcome& outcome : report.checks.outcomes()) {
+      if (outcome.path != path || (outcome.status == CheckStatus::Pass && !text.verbose)) continue;
       // A message that starts with its subject (GPU verdicts name the part) is not preceded by it again.
       out << status_word(outcome.status) << ' ' << outcome.check << ' ';
       if (!outcome.message.starts_with(outcome.subject)) out << printable(outcome.subject) << ": ";
       out << printable(outcome.message) << '\n';
     }
-    if (path.signature) {
-      const SignatureSummary& signature = path.signature->summary;
+    if (const SignatureSummary* signature = report.signature(path)) {
       // Unverified, the fingerprint is only what the file claims.
-      const std::string fingerprint = signature.key_fingerprint.value_or("(none)");
-      out << "signature " << *signature.file << ": "
-          << (signature.verified ? "key fingerprint " + fingerprint + ", verified with " + *signature.key
-              : signature.key    ? "key fingerprint " + fingerprint + ", verified with " + *signature.key +
-                                    ", but the files differ from it"
-                                 : "claims key fingerprint " + fingerprint + " (from the file), not verified")
+      const std::string fingerprint = signature->key_fingerprint.value_or("(none)");
+      out << "signature " << *signature->file << ": "
+          << (signature->verified ? "key fingerprint " + fingerprint + ", verified with " + *signature->key
+              : signature->key    ? "key fingerprint " + fingerprint + ", verified with " + *signature->key +
+                                     ", but the files differ from it"
+                                  : "claims key fingerprint " + fingerprint + " (from the file), not verified")
           << '\n';
     }
-    const Tally& tally = path.tally;
-    out << path.path << ": "
+    const CheckTally tally = report.tally(path);
+    out << path << ": "
         << (tally.failed ? "FAILED, " + std::to_string(tally.failed) + " problem(s)" : std::string("ok")) << " ("
         << tally.total() << " checks: " << tally.passed << " passed, " << tally.failed << " failed, " << tally.skipped
-        << " skipped, " << tally.warned << " warned; GPU: " << model.gpu.description << ")\n";
+        << " skipped, " << tally.warned << " warned; GPU: " << report.gpu.description << ")\n";
   }
 }
 
@@ -190,7 +85,7 @@ int run_verify(const VerifyArgs& args, Output& out) {
   auto verified = verify_paths(args.paths, options);
   if (!verified.ok()) return out.fail(verified.error());
   const int exit_code = verified->checks.failed() ? static_cast<int>(ErrorKind::Invalid) : 0;
-  return out.print(model_of(*verified, args), exit_code);
+  return out.print(VerifyText{*verified, args.verbose}, exit_code);
 }
 
 }  // namespace

@@ -46,6 +46,7 @@ Result<GpusToCheck> resolve_gpus_to_check(std::string_view option, const std::st
 
 Result<VerifyReport> verify_paths(const std::vector<std::string>& arguments, const VerifyOptions& options) {
   VerifyReport report;
+  report.paths = arguments;
   PTB_TRY(report.gpu, resolve_gpus_to_check(options.gpu, options.driver_library));
   for (const std::string& argument : arguments) {
     report.checks.begin_path(argument);
@@ -74,6 +75,36 @@ Result<VerifyReport> verify_paths(const std::vector<std::string>& arguments, con
     }
   }
   return report;
+}
+
+const char* gpu_mode_name(GpuMode mode) {
+  switch (mode) {
+    case GpuMode::Given: return "given";
+    case GpuMode::None: return "none";
+    case GpuMode::Auto: return "auto";
+  }
+  return "auto";
+}
+
+CheckTally VerifyReport::tally() const {
+  CheckTally tally;
+  for (const CheckOutcome& outcome : checks.outcomes()) tally.add(outcome.status);
+  return tally;
+}
+
+CheckTally VerifyReport::tally(std::string_view path) const {
+  CheckTally tally;
+  for (const CheckOutcome& outcome : checks.outcomes()) {
+    if (outcome.path == path) tally.add(outcome.status);
+  }
+  return tally;
+}
+
+const SignatureSummary* VerifyReport::signature(std::string_view path) const {
+  for (const SignatureSummary& summary : signatures) {
+    if (summary.path == path && summary.file) return &summary;
+  }
+  return nullptr;
 }
 
 }  // namespace ptb

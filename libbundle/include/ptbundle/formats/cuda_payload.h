@@ -26,6 +26,11 @@ struct CudaVariant {
   uint32_t ptx_compute = 0;  // 0: no PTX; 75 for compute_75
   bool fallback_only = false;
   std::string so_key;
+  // As merge's report lists a variant (schemas/merge.schema.json).
+  template <class F>
+  void fields(F& f) const {
+    f("target_sm", target_sm)("ptx_compute", ptx_compute)("fallback_only", fallback_only);
+  }
 };
 
 struct CudaWeight {

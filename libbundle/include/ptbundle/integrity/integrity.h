@@ -62,12 +62,37 @@ struct checks {
   static constexpr const char* kLeftover = "leftover";            // temporary files of an interrupted write
 };
 
+// One check's outcome. fields(F&) describes it to a report printer, as
+// every library report does (inspect_model.h): schemas/verify.schema.json.
 struct CheckOutcome {
   std::string path;     // the PATH argument the check belongs to
   std::string check;    // one of checks::
   std::string subject;  // "part encoder", "enc.ptd: key 'x'", ...
   CheckStatus status = CheckStatus::Pass;
   std::string message;  // what is wrong and what would fix it; for a pass, what was found
+  template <class F>
+  void fields(F& f) const {
+    f("check", check)("subject", subject)("status", check_status_name(status))("message", message)("path", path);
+  }
+};
+
+// How many checks ended each way. A warning is its own count: neither a
+// pass nor a skip.
+struct CheckTally {
+  size_t passed = 0, failed = 0, skipped = 0, warned = 0;
+  void add(CheckStatus status) {
+    switch (status) {
+      case CheckStatus::Pass: ++passed; break;
+      case CheckStatus::Fail: ++failed; break;
+      case CheckStatus::Skip: ++skipped; break;
+      case CheckStatus::Warn: ++warned; break;
+    }
+  }
+  size_t total() const { return passed + failed + skipped + warned; }
+  template <class F>
+  void fields(F& f) const {
+    f("checks", total())("passed", passed)("failed", failed)("skipped", skipped)("warned", warned);
+  }
 };
 
 class CheckList {
@@ -126,6 +151,10 @@ struct SignatureSummary {
   std::optional<std::string> key;              // the key file it verified with
   std::optional<std::string> curve;            // of that key
   bool verified = false;                       // verified, and the files are exactly as signed
+  template <class F>
+  void fields(F& f) const {
+    f("file", file)("key_fingerprint", key_fingerprint)("key", key)("curve", curve)("verified", verified);
+  }
 };
 
 struct IntegrityOptions {

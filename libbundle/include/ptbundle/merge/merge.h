@@ -70,6 +70,15 @@ struct VariantOrigin {
 
   std::string delegate() const;  // "forward[0]"
   std::string target() const;    // "sm80", or "compute_75 (source sm75)"
+
+  // The report convention of every library report (inspect_model.h):
+  // fields(F&) describes it to a printer; schemas/merge.schema.json.
+  template <class F>
+  void fields(F& f) const {
+    f("delegate", delegate())("method", method)("delegate_index", delegate_index)("kind", variant_kind_name(kind))(
+        "target", target())("target_sm", target_sm)("ptx_compute", ptx_compute)("library_key", so_key)(
+        "library_size", so_size)("source", source_pte)("from_fallback_option", from_fallback_option);
+  }
 };
 
 struct MergeResult {
@@ -85,6 +94,30 @@ struct MergeResult {
   // What an earlier merge to the same program left, finished first (its
   // program renamed beside the data file it had put in place): "" if none.
   std::string finished_interrupted;
+
+  struct Outputs {
+    std::string pte;
+    std::optional<std::string> ptd;  // none when the inputs keep their weights inside the .pte
+    template <class F>
+    void fields(F& f) const {
+      f("pte", pte)("ptd", ptd);
+    }
+  };
+  struct Weights {
+    uint64_t count = 0;
+    uint64_t bytes = 0;
+    template <class F>
+    void fields(F& f) const {
+      f("count", count)("bytes", bytes);
+    }
+  };
+  template <class F>
+  void fields(F& f) const {
+    const Outputs outputs{output_pte, output_ptd.empty() ? std::nullopt : std::optional(output_ptd)};
+    f("ptbundle_merge_version", 1)("outputs", outputs)("variants", variants)("provenance", provenance)(
+        "weights", Weights{weight_count, weight_bytes})("compared_bytes", compared_bytes)(
+        "removed_signatures", removed_signatures);
+  }
 };
 
 // What a merge to `output_pte` killed between its two renames left (see
@@ -125,12 +158,20 @@ struct MergedPart {
   // Per CUDA delegate, each variant (multi_variant) or each target's program
   // (per_target); source_pte is the input file it came from.
   std::vector<VariantOrigin> provenance;
+  template <class F>
+  void fields(F& f) const {
+    f("name", name)("layout", part_merge_layout_name(layout))("provenance", provenance);
+  }
 };
 
 struct BundleMergeResult {
   std::string output_dir;
   std::vector<MergedPart> parts;
-  Manifest manifest;  // as written
+  Manifest manifest;  // as written; reported as bundle.json (manifest_json.h)
+  template <class F>
+  void fields(F& f) const {
+    f("ptbundle_merge_version", 1)("output_dir", output_dir)("parts", parts)("manifest", manifest);
+  }
 };
 
 Result<BundleMergeResult> merge_bundles(const BundleMergeRequest& request);

@@ -20,6 +20,19 @@ struct SignOptions {
   unsigned threads = 0;                      // hashing threads; 0: one per core
 };
 
+// A file (or the subject) and its SHA-256, as sign's report lists them.
+struct SignReportEntry {
+  const char* key = "path";  // "path" for a file, "name" for the subject
+  std::string name;
+  std::string sha256;
+  template <class F>
+  void fields(F& f) const {
+    f(key, name)("sha256", sha256);
+  }
+};
+
+// What sign did. fields(F&) describes it to a report printer, as every
+// library report does (inspect_model.h): schemas/sign.schema.json.
 struct SignReport {
   std::string signature_path;
   std::string key_fingerprint;
@@ -27,6 +40,16 @@ struct SignReport {
   std::string hash;   // "SHA-256"
   SignedStatement statement;
   uint64_t bytes = 0;  // hashed
+
+  template <class F>
+  void fields(F& f) const {
+    std::vector<SignReportEntry> files;
+    for (const SignedResource& resource : statement.resources) files.push_back({"path", resource.name, resource.sha256});
+    f("signature", signature_path)("format", "model_signing")("media_type", kSigstoreBundleMediaType)(
+        "predicate_type", kModelSigningPredicateType)("key_fingerprint", key_fingerprint)("curve", curve)("hash", hash)(
+        "subject", SignReportEntry{"name", statement.subject_name, statement.subject_sha256})(
+        "ignore_paths", statement.ignore_paths)("bytes", bytes)("files", files);
+  }
 };
 
 // Hashes the folder (the signature file and git's files left out, as

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,14 @@ struct GpuInfo {
   GpuCapability capability;
   std::string uuid;  // "GPU-8-4-4-4-12 hex digits", as nvidia-smi prints it
   uint64_t memory_bytes = 0;
+  // The report convention of every library report (inspect_model.h):
+  // fields(F&) describes it to a printer; schemas/gpus.schema.json.
+  template <class F>
+  void fields(F& f) const {
+    f("index", index)("name", name)(
+        "compute_capability", std::to_string(capability.major) + "." + std::to_string(capability.minor))(
+        "sm", capability.name())("uuid", uuid)("memory_bytes", memory_bytes);
+  }
 };
 
 struct GpuReport {
@@ -30,6 +39,19 @@ struct GpuReport {
   // Why `gpus` is empty ("libcuda.so.1 not found: <dlerror>", "driver found,
   // 0 devices", "cuInit failed: CUDA_ERROR_..."); empty when GPUs were found.
   std::string reason;
+  struct Driver {
+    bool loaded = false;
+    uint32_t version = 0;
+    template <class F>
+    void fields(F& f) const {
+      f("loaded", loaded)("cuda_version", version ? std::optional(cuda_version_name(version)) : std::nullopt);
+    }
+  };
+  template <class F>
+  void fields(F& f) const {
+    f("driver", Driver{driver_loaded, driver_version})("gpus", gpus)(
+        "reason", gpus.empty() ? std::optional("no CUDA GPU: " + reason) : std::nullopt);
+  }
 };
 
 // Never fails: every way of finding no GPU is a report with a reason.

@@ -18,6 +18,7 @@
 namespace ptb {
 
 enum class GpuMode { Auto, Given, None };
+const char* gpu_mode_name(GpuMode mode);  // "auto", "given", "none"
 
 // What --gpu asked for, resolved against this machine.
 struct GpusToCheck {
@@ -63,10 +64,50 @@ struct VerifyOptions {
   bool require_signature = false;  // IntegrityOptions::require_signature
 };
 
+// What verify found. fields(F&) describes it to a report printer, as every
+// library report does (inspect_model.h): schemas/verify.schema.json.
 struct VerifyReport {
+  std::vector<std::string> paths;  // the PATH arguments, in order
   GpusToCheck gpu;
   CheckList checks;
   std::vector<SignatureSummary> signatures;  // one per bundle folder argument
+
+  // Of every check, or of those of one PATH.
+  CheckTally tally() const;
+  CheckTally tally(std::string_view path) const;
+  // The signature found for PATH, when it is a bundle that has one.
+  const SignatureSummary* signature(std::string_view path) const;
+
+  template <class F>
+  void fields(F& f) const {
+    std::vector<VerifiedPath> entries;
+    for (const std::string& path : paths) entries.push_back({path, tally(path), signature(path)});
+    f("ptbundle_verify_version", 1)("ok", !checks.failed())("gpu", GpuEntry{&gpu})("summary", tally())(
+        "paths", entries)("checks", checks.outcomes());
+  }
+
+  // One PATH's line of the summary.
+  struct VerifiedPath {
+    std::string path;
+    CheckTally tally;
+    const SignatureSummary* signature = nullptr;
+    template <class F>
+    void fields(F& f) const {
+      f("path", path)("ok", tally.failed == 0)("passed", tally.passed)("failed", tally.failed)(
+          "skipped", tally.skipped)("warned", tally.warned)("signature", signature ? std::optional(*signature) : std::nullopt);
+    }
+  };
+  struct GpuEntry {
+    const GpusToCheck* gpu = nullptr;
+    template <class F>
+    void fields(F& f) const {
+      std::vector<std::string> names;
+      for (const GpuCapability& capability : gpu->capabilities) names.push_back(capability.name());
+      f("mode", gpu_mode_name(gpu->mode))("description", gpu->description)("capabilities", names)(
+          "driver_version", gpu->driver_version ? std::optional(cuda_version_name(gpu->driver_version)) : std::nullopt)(
+          "skip_reason", gpu->skip_reason.empty() ? std::nullopt : std::optional(gpu->skip_reason));
+    }
+  };
 };
 
 // Every check on every argument ("bundle/", "model.pte", "model.pte,data.ptd",

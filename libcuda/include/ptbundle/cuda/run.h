@@ -83,6 +83,118 @@ struct RunReport {
   std::vector<std::string> warnings;  // for stderr: unstable timings
   // False when an expected output differs; the report is still whole.
   bool passed() const;
+
+  // Views of the parts, for fields().
+  struct DeviceView {
+    CudaDeviceInfo device;
+    template <class F>
+    void fields(F& f) const {
+      f("index", device.index)("name", device.name)("sm", device.capability.name());
+    }
+  };
+
+  struct WeightsView {
+    WeightsLayout layout = WeightsLayout::None;
+    std::string file;
+    uint64_t bytes = 0;
+    std::string upload;
+    template <class F>
+    void fields(F& f) const {
+      f("layout", std::string(weights_layout_name(layout)))("file", file)("bytes", bytes)("upload", upload);
+    }
+  };
+
+  struct LoadView {
+    LoadTimes load;
+    template <class F>
+    void fields(F& f) const {
+      f("read", load.read_ms)("library", load.library_ms)("create", load.create_ms)("weights", load.weights_ms)(
+          "total", load.total_ms());
+    }
+  };
+
+  struct TensorView {
+    RunTensor tensor;
+    bool input = true;
+    template <class F>
+    void fields(F& f) const {
+      f("index", tensor.index)("name", tensor.name)("dtype", std::string(scalar_type_name(tensor.scalar_type)))(
+          "shape", tensor.shape);
+      if (input) f("source", tensor.file);
+      else if (!tensor.file.empty()) f("file", tensor.file);
+    }
+  };
+
+  struct CheckView {
+    RunCheck check;
+    template <class F>
+    void fields(F& f) const {
+      const OutputComparison& c = check.comparison;
+      f("output", c.name)("expected", check.expected_file)("passed", c.passed())("atol", c.tolerance.atol)(
+          "rtol", c.tolerance.rtol)("tolerance_rule", c.tolerance.rule)("max_abs_error", c.stats.max_abs_error)("mean_abs_error", c.stats.mean_abs_error)(
+          "max_rel_error", c.stats.max_rel_error)("mean_rel_error", c.stats.mean_rel_error)(
+          "required_atol", c.stats.required_atol)("mismatches", c.stats.mismatch_count)(
+          "problem", c.problem.empty() ? std::optional<std::string>() : c.problem);
+    }
+  };
+
+  struct TimingView {
+    int warmup = 0;
+    TimingStats stats;
+    bool unstable = false;
+    template <class F>
+    void fields(F& f) const {
+      f("warmup", warmup)("iterations", stats.count)("min_ms", stats.min_ms)("median_ms", stats.median_ms)(
+          "p90_ms", stats.p90_ms)("p99_ms", stats.p99_ms)("max_ms", stats.max_ms)("mean_ms", stats.mean_ms)(
+          "stddev_ms", stats.stddev_ms)("coefficient_of_variation", stats.coefficient_of_variation)(
+          "calls_per_second", stats.calls_per_second)("unstable", unstable);
+    }
+  };
+
+  struct RuntimeView {
+    RuntimeUse use;
+    std::string libraries;
+    template <class F>
+    void fields(F& f) const {
+      f("kind", std::string(aoti_runtime_name(use.kind)))("name", use.name)("reason", use.reason)("libraries",
+                                                                                                    libraries);
+    }
+  };
+
+  struct GraphView {
+    GraphState state;
+    template <class F>
+    void fields(F& f) const {
+      f("requested", state.requested)("active", state.active)(
+          "why_not", state.why_not.empty() ? std::optional<std::string>() : state.why_not);
+    }
+  };
+
+  // The report convention of every library report (inspect_model.h):
+  // fields(F&) describes it to a printer; schemas/run.schema.json.
+  template <class F>
+  void fields(F& f) const {
+    const RunReport& r = *this;
+    f("part", r.part)("source", r.source)("method", r.method)("libtorch", r.libtorch)("runtime", RuntimeView{r.runtime, r.load.libraries})(
+        "device", DeviceView{r.device})(
+        "variant", r.variant)("kernels", r.kernels)(
+        "weights", WeightsView{r.weights_layout, r.weights_file, r.load.weight_bytes, r.load.upload_method})(
+        "load_ms", LoadView{r.load})("upload_gb_per_s", r.load.upload_gb_per_second())("inputs", tensors(r.inputs, true))(
+        "outputs", tensors(r.outputs, false));
+    if (r.verdict) {
+      std::vector<CheckView> check_views;
+      for (const RunCheck& check : r.checks) check_views.push_back({check});
+      f("checks", check_views)("verdict", *r.verdict);
+    }
+    if (r.timing) f("timing", TimingView{r.warmup, *r.timing, !r.warnings.empty()});
+    f("cuda_graph", GraphView{r.graphs});
+    f("warnings", r.warnings);
+  }
+  static std::vector<TensorView> tensors(const std::vector<RunTensor>& list, bool input) {
+    std::vector<TensorView> out;
+    for (const RunTensor& t : list) out.push_back({t, input});
+    return out;
+  }
 };
 
 // Usage errors for a bad request (a build without LibTorch, an input given

@@ -61,12 +61,19 @@ struct ExportOptions {
   ExportProgress progress;
 };
 
+// What export did. fields(F&) describes it to a report printer, as every
+// library report does (inspect_model.h): schemas/export.schema.json. Files
+// render as bundle.json lists them (manifest_json.h).
 struct ExportedPart {
   std::string name;
   std::string source_kind;  // "executorch" or "aoti_package"
   bool replaced = false;    // an existing part of this name was replaced
   std::vector<ManifestFile> files;
   std::vector<std::string> notes;  // things a user may want to know ("no data file needed")
+  template <class F>
+  void fields(F& f) const {
+    f("name", name)("source", source_kind)("replaced", replaced)("files", files)("notes", notes);
+  }
 };
 
 struct ExportReport {
@@ -75,6 +82,10 @@ struct ExportReport {
   Manifest manifest;  // as written
   // Signatures of the bundle that the change made invalid, removed.
   std::vector<std::string> removed_signatures;
+  template <class F>
+  void fields(F& f) const {
+    f("bundle", bundle_dir)("manifest", kManifestFileName)("parts", parts)("removed_signatures", removed_signatures);
+  }
 };
 
 Result<ExportReport> export_parts(const ExportOptions& options);
