@@ -13,6 +13,8 @@ function(ptb_precompile target)
   target_precompile_headers(${target} PRIVATE ${ARGN})
 endfunction()
 
-set(PTB_PCH_COMMON <algorithm> <filesystem> <map> <memory> <optional> <string> <string_view> <vector>
-    <nlohmann/json.hpp>)
+set(PTB_PCH_COMMON <algorithm> <filesystem> <map> <memory> <optional> <string> <string_view> <vector>)
+# Only where JSON is read or written (libbundle's manifest and signatures,
+# the apps' report printer, the tests): public headers include no JSON.
+set(PTB_PCH_JSON <nlohmann/json.hpp>)
 set(PTB_PCH_SCHEMA <flatbuffers/flatbuffers.h> "${PTB_GENERATED_DIR}/ptbundle/fb/program_generated.h")
