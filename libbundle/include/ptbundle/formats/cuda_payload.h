@@ -63,6 +63,12 @@ Result<CudaPayload> decode_cuda_payload(Bytes payload, const std::string& method
 // per weight, so each weight's sizes and strides must be equally long.
 std::vector<uint8_t> encode_cuda_payload(const CudaPayload& payload);
 
+// The bytes a per-FQN weight view reaches (storage_offset + the extent of
+// sizes and strides, times the element size), as ExecuTorch's
+// CudaWeightCache checks before it binds the weight; or why the entry is
+// malformed (unknown dtype, negative sizes, overflow). Verify and run use it.
+Result<uint64_t> weight_view_bytes(const CudaWeight& weight);
+
 // The variants reduced to what ExecuTorch's runtime chooses by (choose_variant).
 std::vector<VariantTarget> variant_targets(const std::vector<CudaVariant>& variants);
 

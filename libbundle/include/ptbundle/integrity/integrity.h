@@ -185,9 +185,4 @@ std::vector<VerifySubject> check_integrity(std::string_view argument, CheckList&
 // (options.threads). The error is the first problem, naming its file.
 Status check_bundle_unchanged(const std::string& dir, const Manifest& manifest, const IntegrityOptions& options);
 
-// The bytes a per-FQN weight view reaches (storage_offset + the extent of
-// sizes and strides, times the element size), or an error saying why the
-// entry is malformed (unknown dtype, negative sizes, overflow).
-Result<uint64_t> weight_view_bytes(const CudaWeight& weight);
-
 }  // namespace ptb
