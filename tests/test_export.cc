@@ -585,3 +585,28 @@ TEST_CASE("export: inspect and verify read the bundle it writes") {
   CHECK_MESSAGE(verify.exit_code == 0, (verify.out + verify.err));
   CHECK(contains(verify.out + verify.err, "0 failed"));
 }
+
+TEST_CASE("export: a part whose GEMMs and convolutions are Triton templates gets a note on compiling for cuBLAS/cuDNN") {
+  // examples/ holds packages PyTorch compiled with ExecuTorch's Triton-only options.
+  TempDir dir;
+  const std::string ex = std::string(PTB_SOURCE_DIR) + "/examples/";
+  auto result = ptb::test::run_cli("export -o " + quote(dir / "b") + " --json --part encoder=" + ex + "encoder.pt2" +
+                                   " --example encoder=" + ex + "encoder.in0.npy:" + ex + "encoder.out0.npy");
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  const auto report = nlohmann::json::parse(result.out);
+  std::string note;
+  for (const auto& text : report["parts"][0]["notes"]) {
+    if (text.get<std::string>().find("Triton templates") != std::string::npos) note = text.get<std::string>();
+  }
+  CHECK(note.find("encoder.pt2: the library runs its matrix products (1 kernel) and convolutions (2 kernels) as "
+                  "Triton templates") != std::string::npos);
+  CHECK(note.find("max_autotune_conv_backends=\"ATEN,TRITON\"") != std::string::npos);
+  CHECK(note.find("link_libtorch=False still") != std::string::npos);
+  // A part with no template kernels gets no such note.
+  PTB_REQUIRE_FIXTURES();
+  auto plain = ptb::test::run_cli("export -o " + quote(dir / "c") + " --json --part mlp=" + quote(fixture("aoti/mlp_et.pt2")) +
+                                  " --example mlp=" + quote(fixture("aoti/mlp_et.in0.npy")) + ":" +
+                                  quote(fixture("aoti/mlp_et.out0.npy")));
+  REQUIRE_MESSAGE(plain.exit_code == 0, plain.err);
+  CHECK(plain.out.find("Triton templates") == std::string::npos);
+}

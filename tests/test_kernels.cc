@@ -5,6 +5,7 @@
 
 #include "kernel_images.h"
 #include "ptbundle/kernels/kernel_images.h"
+#include "ptbundle/kernels/triton_templates.h"
 
 using namespace ptb;
 using namespace ptb::test;
@@ -176,7 +177,12 @@ TEST_CASE("kernels: AOTInductor's embedded cubins are found in .rodata (mlp_et.p
     CHECK(image.container == KernelContainer::Cubin);
     CHECK(image.location.starts_with("section .rodata at "));
     CHECK(image.code_sections == 1);
+    REQUIRE(image.functions.size() == 1);  // the kernel its .text.<kernel> section holds
+    CHECK(image.functions[0].starts_with("triton_"));
   }
+  // Small Linear layers become pointwise and reduction kernels, not templates: nothing to advise.
+  CHECK(find_triton_templates(images).empty());
+  CHECK(triton_template_note(find_triton_templates(images)).empty());
   CHECK(images[0].offset == 0x178c01);  // not aligned: found by signature, not by section start
   // The same two Triton kernels as mlp_sm90.pt2's separate .cubin files, by size.
   CHECK(images[0].size == 7248);
@@ -353,4 +359,22 @@ TEST_CASE("kernels: random damage never reads out of bounds") {
       (void)scan(bad);  // ok or an error; AddressSanitizer catches any stray read
     }
   }
+}
+
+TEST_CASE("kernels: Inductor's Triton templates are told apart by what they fuse") {
+  // Names as Inductor writes them (examples/encoder.pt2 holds the first three).
+  KernelImage image;
+  image.functions = {"triton_tem_fused_addmm_convolution_mean_relu_t_7", "triton_tem_fused_convolution_2",
+                     "triton_tem_fused_convolution_relu_5", "triton_poi_fused_addmm_tanh_8",
+                     "triton_tem_fused_bmm_0", "triton_tem_fused_mmx_1", "triton_per_fused_convolution_mean_relu_6"};
+  KernelImage same_kernels_for_another_target = image;
+  const TritonTemplates templates = find_triton_templates({image, same_kernels_for_another_target});
+  CHECK(templates.gemm == std::vector<std::string>{"triton_tem_fused_addmm_convolution_mean_relu_t_7", "triton_tem_fused_bmm_0"});
+  CHECK(templates.convolution == std::vector<std::string>{"triton_tem_fused_convolution_2", "triton_tem_fused_convolution_relu_5"});
+  const std::string note = triton_template_note(templates);
+  CHECK(note.find("matrix products (2 kernels) and convolutions (2 kernels)") != std::string::npos);
+  CHECK(note.find("max_autotune_gemm_backends=\"ATEN,TRITON\" and max_autotune_conv_backends=\"ATEN,TRITON\"") !=
+        std::string::npos);
+  CHECK(triton_template_note({{}, {"triton_tem_fused_convolution_0"}}).find("its convolutions (1 kernel)") !=
+        std::string::npos);
 }

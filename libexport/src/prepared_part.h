@@ -72,9 +72,14 @@ void mark_outputs_unchecked(PreparedPart& part, size_t count);
 
 Status attach_example(PreparedPart& part, const ExampleFiles& example, const ExampleTarget& target);
 
-// Kernel targets of the CUDA libraries in `libraries`, sorted and distinct.
+// The kernels of a part's CUDA libraries: their targets, sorted and
+// distinct, for bundle.json; and, when GEMMs or convolutions are Triton
+// templates, the note that says how cuBLAS/cuDNN could serve them.
+struct PartKernels {
+  std::vector<KernelTarget> targets;
+  std::string template_note;  // "" when there is nothing to say
+};
 // `names` label errors.
-Result<std::vector<KernelTarget>> kernel_targets_of(const std::vector<Bytes>& libraries,
-                                                    const std::vector<std::string>& names);
+Result<PartKernels> scan_part_kernels(const std::vector<Bytes>& libraries, const std::vector<std::string>& names);
 
 }  // namespace ptb::detail

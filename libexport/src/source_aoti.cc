@@ -238,11 +238,12 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
   part.data_contents.emplace();
   part.data_contents->add(payload.weights_key, std::move(weights_source));
 
-  PTB_TRY(auto targets, kernel_targets_of({library->bytes()}, {request.program + " " + model.wrapper_library}));
+  PTB_TRY(PartKernels kernels, scan_part_kernels({library->bytes()}, {request.program + " " + model.wrapper_library}));
   BuildGpu gpu;
   gpu.compute_capability = compute_capability(model);
-  part.cuda = CudaInfo{std::move(targets), gpu.compute_capability ? std::optional<BuildGpu>(gpu) : std::nullopt,
+  part.cuda = CudaInfo{std::move(kernels.targets), gpu.compute_capability ? std::optional<BuildGpu>(gpu) : std::nullopt,
                        !(blob_entry && blob_entry->size > 0)};
+  if (!kernels.template_note.empty()) part.notes.push_back(request.program + ": " + kernels.template_note);
   if (part.cuda->kernel_targets.empty())
     part.notes.push_back(request.program + ": no CUDA kernel image found in the library");
   return part;

@@ -146,8 +146,9 @@ Result<PreparedPart> prepare_executorch_part(const PartRequest& request) {
   }
 
   if (program.has_cuda()) {
-    PTB_TRY(auto targets, kernel_targets_of(libraries, library_names));
-    part.cuda = CudaInfo{std::move(targets), std::nullopt};
+    PTB_TRY(PartKernels kernels, scan_part_kernels(libraries, library_names));
+    part.cuda = CudaInfo{std::move(kernels.targets), std::nullopt};
+    if (!kernels.template_note.empty()) part.notes.push_back(request.program + ": " + kernels.template_note);
   }
 
   if (request.example) {

@@ -95,7 +95,10 @@ Result<CubinInfo> read_cubin(Bytes data, uint64_t offset, const std::string& con
     const Bytes bytes = data.subspan(offset + section.offset, section.size);
     if (section.name == ".nv.compat" && compat_says_arch_specific(bytes)) accelerated = true;
     if (section.name == ".note.nv.tkinfo") suffix = tkinfo_suffix(bytes);
-    if (section.name.starts_with(".text.")) ++info.code_sections;
+    if (section.name.starts_with(".text.")) {
+      ++info.code_sections;
+      info.functions.push_back(section.name.substr(6));
+    }
   }
   if (accelerated || suffix == 'a') info.variant = ArchVariant::ArchSpecific;
   else if (suffix == 'f') info.variant = ArchVariant::Family;

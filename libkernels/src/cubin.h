@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ptbundle/base/file.h"
 #include "ptbundle/kernels/kernel_images.h"
@@ -16,6 +17,7 @@ struct CubinInfo {
   ArchVariant variant = ArchVariant::Plain;
   uint64_t size = 0;  // bytes from the ELF header to the end of its last part
   int code_sections = 0;
+  std::vector<std::string> functions;  // from the .text.<function> sections, in order
 };
 
 // True when `data` at `offset` starts an ELF64 with e_machine EM_CUDA.

@@ -95,6 +95,7 @@ Status read_payload(Bytes data, uint64_t payload, uint64_t payload_end, const st
     image.size = cubin.size;
     image.uncompressed_size = cubin.size;
     image.code_sections = cubin.code_sections;
+    image.functions = std::move(cubin.functions);
     return {};
   }
   const Bytes text = bounded.subspan(payload);

@@ -55,6 +55,7 @@ Status add_cubin(Bytes data, uint64_t offset, const std::string& context, const 
   image.size = cubin.size;
   image.uncompressed_size = cubin.size;
   image.code_sections = cubin.code_sections;
+  image.functions = std::move(cubin.functions);
   image.location = where;
   images.push_back(std::move(image));
   size = cubin.size;

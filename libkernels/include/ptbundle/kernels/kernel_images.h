@@ -43,6 +43,9 @@ struct KernelImage {
   // compressed). nvlink adds a module with none to every library it links
   // (from cudadevrt): it is loaded but never launched from.
   int code_sections = -1;
+  // The kernels those sections hold, by name ("triton_poi_fused_relu_0"); empty
+  // where code_sections is -1.
+  std::vector<std::string> functions;
   KernelContainer container = KernelContainer::Cubin;
   // The fatbin container that holds the image (Fatbin only): its offset and
   // size in the scanned data. The container is what cuModuleLoadData takes.
