@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "ptbundle/base/mapping_guard.h"
+#include "json_document.h"
 
 namespace ptb::app {
 namespace {
@@ -37,14 +38,14 @@ std::optional<Error> Output::changed_input() {
   return std::nullopt;
 }
 
-int Output::finish(std::optional<Json> body, int exit_code, const std::vector<Error>& errors) {
+int Output::finish(std::optional<JsonValue> body, int exit_code, const std::vector<Error>& errors) {
   for (const Error& error : errors) print_error_line(error);
   if (json_) {
     Json document = Json::object();
     document["format_version"] = kFormatVersion;
     document["command"] = command_json(command_);
     if (body) {
-      for (auto& [key, value] : body->items()) document[key] = std::move(value);
+      for (auto& [key, value] : body->document_->json.items()) document[key] = std::move(value);
     }
     if (!errors.empty() || !body) document["errors"] = errors_json(errors);
     document["exit_code"] = exit_code;

@@ -6,7 +6,8 @@
 //     in the order schemas/<name>.schema.json gives them, through
 //     `template <class F> void fields(F& f) const { f("key", member)...; }`,
 //     and to_json() turns strings, numbers, booleans, std::optional (null),
-//     vectors (arrays), nested models and Json values into the document;
+//     vectors (arrays), nested models and manifests into the document
+//     (JsonValue: opaque, so that no command compiles nlohmann/json);
 //   - text for people, by the command's `render_text(std::ostream&, const Model&)`,
 //     which reads the same typed members and lays them out (TextTable for
 //     columns).
@@ -32,7 +33,6 @@
 #include <concepts>
 #include <cstdint>
 #include <iosfwd>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,11 +40,9 @@
 #include <vector>
 
 #include "ptbundle/base/result.h"
-#include "ptbundle/bundle/manifest_json.h"
+#include "json_value.h"
 
 namespace ptb::app {
-
-using Json = nlohmann::ordered_json;
 
 // The version of every --json document's envelope and of error documents.
 inline constexpr int kFormatVersion = 1;
@@ -64,37 +62,37 @@ template <class T, class A>
 struct IsVector<std::vector<T, A>> : std::true_type {};
 
 template <class T>
-Json to_json(const T& value);
+JsonValue to_json(const T& value);
 
 // Adds members to one JSON object, in call order.
 class JsonFields {
  public:
-  explicit JsonFields(Json& object) : object_(object) {}
+  explicit JsonFields(JsonValue& object) : object_(object) {}
   template <class T>
   JsonFields& operator()(std::string_view key, const T& value) {
-    object_[std::string(key)] = to_json(value);
+    object_.set(key, to_json(value));
     return *this;
   }
 
  private:
-  Json& object_;
+  JsonValue& object_;
 };
 
 template <class T>
-Json to_json(const T& value) {
+JsonValue to_json(const T& value) {
   if constexpr (Described<T>) {
-    Json object = Json::object();
+    JsonValue object = JsonValue::object();
     JsonFields fields(object);
     value.fields(fields);
     return object;
   } else if constexpr (IsOptional<T>::value) {
-    return value ? to_json(*value) : Json(nullptr);
+    return value ? to_json(*value) : JsonValue();
   } else if constexpr (IsVector<T>::value) {
-    Json array = Json::array();
-    for (const auto& item : value) array.push_back(to_json(item));
+    JsonValue array = JsonValue::array();
+    for (const auto& item : value) array.push(to_json(item));
     return array;
   } else {
-    return Json(value);
+    return JsonValue(value);
   }
 }
 
@@ -132,7 +130,7 @@ class Output {
  private:
   static std::optional<Error> changed_input();
   std::ostream& text_stream();
-  int finish(std::optional<Json> body, int exit_code, const std::vector<Error>& errors);
+  int finish(std::optional<JsonValue> body, int exit_code, const std::vector<Error>& errors);
 
   std::string command_;
   bool json_;

@@ -61,7 +61,7 @@ void inspect_walk(const fs::path& path) {
   options.sha256 = true;
   auto inspected = inspect_path(path.string(), options);
   if (!inspected.ok()) FAIL(inspected.error().message);
-  CHECK_FALSE(ptb::app::to_json(*inspected).dump(2, ' ', false, ptb::app::Json::error_handler_t::replace).empty());
+  CHECK_FALSE(ptb::app::to_json(*inspected).dump().empty());
 }
 
 template <class Reader>
