@@ -106,27 +106,27 @@ int run_export(const ExportArgs& args, Output& out) {
 
 }  // namespace
 
-Command add_export(CLI::App& root) {
+Command add_export(Cli& cli) {
   auto args = std::make_shared<ExportArgs>();
-  CLI::App* command = root.add_subcommand(
+  CommandLine command = cli.add_command(
       "export",
       "Put compiled parts into a bundle folder, each with its own data file and data name.\n"
       "SOURCE is an ExecuTorch export (model.pte or model.pte,data.ptd) or an AOTInductor package (.pt2)\n"
       "compiled with ExecuTorch's CUDA options; see ptbundle-export(1).");
-  command->add_option("-o,--output", args->output, "Bundle folder (created if missing; parts are added to a bundle)")
-      ->required();
-  command->add_option("--part", args->parts, "NAME=SOURCE: a part and where it comes from (repeatable)")->required();
-  command->add_option("--example", args->examples,
+  command.option("-o,--output", args->output, "Bundle folder (created if missing; parts are added to a bundle)")
+      .required();
+  command.option("--part", args->parts, "NAME=SOURCE: a part and where it comes from (repeatable)").required();
+  command.option("--example", args->examples,
                       "PART=in0.npy[,in1.npy...]:out0.npy[,...]: example inputs and expected outputs; required for a "
                       ".pt2 part, stored as the part's test case; nothing after ':' for a sampler (outputs checked by dtype, "
                       "shape and finiteness only)");
-  command->add_option("--atol", args->atol, "Absolute tolerance recorded for every test-case output (default: each output's own, "
+  command.option("--atol", args->atol, "Absolute tolerance recorded for every test-case output (default: each output's own, "
                       "from its dtype and largest magnitude)")
-      ->check(CLI::NonNegativeNumber);
-  command->add_option("--rtol", args->rtol, "Relative tolerance recorded for every test-case output (default: by dtype)")
-      ->check(CLI::NonNegativeNumber);
-  command->add_flag("--force", args->force, "Replace parts of the same name, and stray files in their way");
-  add_json_flag(command, "Print the result as one JSON document (schemas/export.schema.json)");
+      .non_negative();
+  command.option("--rtol", args->rtol, "Relative tolerance recorded for every test-case output (default: by dtype)")
+      .non_negative();
+  command.flag("--force", args->force, "Replace parts of the same name, and stray files in their way");
+  command.json_flag("Print the result as one JSON document (schemas/export.schema.json)");
   return {command, [args](Output& out) { return run_export(*args, out); }};
 }
 

@@ -30,12 +30,12 @@ void render_text(std::ostream& out, const GpuReport& report) {
 
 namespace ptb::app {
 
-Command add_gpus(CLI::App& root) {
-  auto* command = root.add_subcommand(
+Command add_gpus(Cli& cli) {
+  CommandLine command = cli.add_command(
       "gpus",
       "List the CUDA GPUs of this machine: index, name, compute capability (sm_90), memory, UUID and\n"
       "the driver's CUDA version. No GPU or no driver is not an error: exit 0, the reason on stderr.");
-  add_json_flag(command, "One JSON document on stdout (an empty \"gpus\" list and a \"reason\" without GPUs),\n"
+  command.json_flag("One JSON document on stdout (an empty \"gpus\" list and a \"reason\" without GPUs),\n"
                               "described by schemas/gpus.schema.json");
   return {command, [](Output& out) { return out.print(discover_gpus()); }};
 }

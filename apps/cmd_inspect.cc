@@ -88,8 +88,8 @@ int run_inspect(const InspectArgs& args, Output& out) {
 
 }  // namespace
 
-Command add_inspect(CLI::App& root) {
-  auto* command = root.add_subcommand(
+Command add_inspect(Cli& cli) {
+  CommandLine command = cli.add_command(
       "inspect",
       "Show what is inside ExecuTorch programs (.pte), data files (.ptd), bundled programs (.bpte),\n"
       "AOTInductor packages (.pt2) and bundle folders: methods with their inputs, outputs, operators\n"
@@ -97,11 +97,10 @@ Command add_inspect(CLI::App& root) {
       "and named data with sizes and alignment. Every file is checked as it is read; the exit code\n"
       "is that of the first file that fails. See ptbundle-inspect(1).");
   auto args = std::make_shared<InspectArgs>();
-  command->add_option("PATH", args->paths, "Files or bundle folders to inspect")->required();
-  add_json_flag(command,
-                    "One JSON document on stdout: {\"ptbundle_inspect_version\": 1, \"files\": [...]}, described by\n"
+  command.option("PATH", args->paths, "Files or bundle folders to inspect").required();
+  command.json_flag("One JSON document on stdout: {\"ptbundle_inspect_version\": 1, \"files\": [...]}, described by\n"
                     "schemas/inspect.schema.json");
-  command->add_flag("--sha256", args->sha256, "Add the SHA-256 of every file, segment, blob and delegate payload");
+  command.flag("--sha256", args->sha256, "Add the SHA-256 of every file, segment, blob and delegate payload");
   return {command, [args](Output& out) { return run_inspect(*args, out); }};
 }
 

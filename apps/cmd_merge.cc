@@ -122,26 +122,26 @@ int run_merge(const MergeOptions& options, Output& out) {
 
 }  // namespace
 
-Command add_merge(CLI::App& root) {
+Command add_merge(Cli& cli) {
   auto options = std::make_shared<MergeOptions>();
-  CLI::App* command = root.add_subcommand(
+  CommandLine command = cli.add_command(
       "merge",
       "Merge exports of one program built for different GPUs into one program that carries every variant,\n"
       "or bundles of the same parts exported on different GPUs into one bundle (-o OUT_DIR BUNDLE...).\n"
       "The inputs must be the same program with identical weights; see ptbundle-merge(1).");
-  command->add_option("-o,--output", options->output, "Output .pte, or output bundle folder")->required();
-  command->add_option("--output-data", options->output_data,
+  command.option("-o,--output", options->output, "Output .pte, or output bundle folder").required();
+  command.option("--output-data", options->output_data,
                       "Output .ptd: one copy of the weights (required when the inputs have data files)");
-  command->add_option("inputs", options->inputs,
+  command.option("inputs", options->inputs,
                       "IN.pte[,IN.ptd]: exports, each contributing its native variants; or bundle folders")
-      ->required();
-  command->add_option("--fallback", options->fallback,
+      .required();
+  command.option("--fallback", options->fallback,
                       "F.pte[,F.ptd]: an export with exactly one PTX-capable variant, added as the runtime fallback");
-  command->add_option("--key", options->keys,
+  command.option("--key", options->keys,
                       "Bundles: public key (PEM) every input bundle must be signed with (repeatable; any one of them);\n"
                       "without it, a signed input is still checked against what its signature lists");
-  add_json_flag(command, "Print the result as one JSON document (schemas/merge.schema.json)");
-  command->add_option("--threads", options->threads, "Threads comparing weights (default: one per core, at most 4)");
+  command.json_flag("Print the result as one JSON document (schemas/merge.schema.json)");
+  command.option("--threads", options->threads, "Threads comparing weights (default: one per core, at most 4)");
   return {command, [options](Output& out) { return run_merge(*options, out); }};
 }
 

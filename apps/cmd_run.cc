@@ -82,8 +82,8 @@ int run_command(const RunRequest& request, Output& out) {
 
 }  // namespace
 
-Command add_run(CLI::App& root) {
-  auto* command = root.add_subcommand(
+Command add_run(Cli& cli) {
+  CommandLine command = cli.add_command(
       "run",
       "Run one part of a bundle (or a .pte with its .ptd, or an AOTInductor .pt2 compiled with\n"
       "ExecuTorch's options) on the GPU, without PyTorch: libraries compiled with link_libtorch=False\n"
@@ -93,31 +93,31 @@ Command add_run(CLI::App& root) {
   auto request = std::make_shared<RunRequest>();
   auto pageable = std::make_shared<bool>(false);
   auto runtime = std::make_shared<std::string>("auto");
-  command->add_option("bundle", request->path, "Bundle folder, .pte, or .pt2 package")->required();
-  command->add_option("--part", request->part, "The part to run (needed when the bundle has several)");
-  command->add_option("--method", request->method, "The method to run (default: the only one, else forward)");
-  command->add_option("--input", request->inputs,
+  command.option("bundle", request->path, "Bundle folder, .pte, or .pt2 package").required();
+  command.option("--part", request->part, "The part to run (needed when the bundle has several)");
+  command.option("--method", request->method, "The method to run (default: the only one, else forward)");
+  command.option("--input", request->inputs,
                       "NAME=FILE.npy (NAME: an index or the library's input name) or FILE.npy for the next input");
-  command->add_flag("--random", request->random, "Random values for inputs not given (needs the method's signature)");
-  command->add_option("--seed", request->seed,
+  command.flag("--random", request->random, "Random values for inputs not given (needs the method's signature)");
+  command.option("--seed", request->seed,
                       "Seed for --random and for the program's own random draws (samplers): the same seed, the same "
                       "run (default 0)");
-  command->add_option("--output-dir", request->output_dir, "Write each output as <part>.out<i>.npy into this folder");
-  command->add_option("--expect", request->expects,
+  command.option("--output-dir", request->output_dir, "Write each output as <part>.out<i>.npy into this folder");
+  command.option("--expect", request->expects,
                       "NAME=FILE.npy: compare an output with expected values (exit 1 if it differs)");
-  command->add_option("--atol", request->atol, "Absolute tolerance for --expect (default by dtype)");
-  command->add_option("--rtol", request->rtol, "Relative tolerance for --expect (default by dtype)");
-  command->add_option("--warmup", request->warmup, "Untimed calls before timing (default 10)");
-  command->add_option("--iterations", request->iterations, "Timed calls (default 100; 0: no timing)");
-  command->add_option("--device", request->device, "CUDA device index (default 0)");
-  command->add_flag("--pageable-upload", *pageable,
+  command.option("--atol", request->atol, "Absolute tolerance for --expect (default by dtype)");
+  command.option("--rtol", request->rtol, "Relative tolerance for --expect (default by dtype)");
+  command.option("--warmup", request->warmup, "Untimed calls before timing (default 10)");
+  command.option("--iterations", request->iterations, "Timed calls (default 100; 0: no timing)");
+  command.option("--device", request->device, "CUDA device index (default 0)");
+  command.flag("--pageable-upload", *pageable,
                     "Upload weights with plain cudaMemcpy instead of pinned staging buffers (to compare)");
-  command->add_flag("--cuda-graph", request->cuda_graphs,
+  command.flag("--cuda-graph", request->cuda_graphs,
                     "Capture the call into a CUDA graph after the first call and replay it (inputs keep their "
                     "shape); the report says if the program cannot be captured, and why");
-  command->add_option("--runtime", *runtime,
+  command.option("--runtime", *runtime,
                       "auto (default: built-in unless the library needs LibTorch), builtin or libtorch");
-  add_json_flag(command, "One JSON document on stdout, described by schemas/run.schema.json");
+  command.json_flag("One JSON document on stdout, described by schemas/run.schema.json");
   return {command, [request, pageable, runtime](Output& out) {
             RunRequest given = *request;
             given.staged_upload = !*pageable;

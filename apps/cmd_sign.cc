@@ -45,18 +45,18 @@ int run_sign(const SignArgs& args, Output& out) {
 
 }  // namespace
 
-Command add_sign(CLI::App& root) {
+Command add_sign(Cli& cli) {
   auto args = std::make_shared<SignArgs>();
-  CLI::App* command = root.add_subcommand(
+  CommandLine command = cli.add_command(
       "sign",
       "Sign every file of a bundle folder with an elliptic-curve key (P-256, P-384, P-521), writing the\n"
       "signature into the bundle in the OpenSSF model-signing format, which `ptbundle verify --key` and\n"
       "`model_signing verify key` check. See ptbundle-sign(1).");
-  command->add_option("BUNDLE", args->bundle, "The bundle folder")->required();
-  command->add_option("--key", args->key, "PEM private key (openssl ecparam -name prime256v1 -genkey -noout)")->required();
-  command->add_option("--password-file", args->password_file, "File whose first line is the password of an encrypted key");
-  command->add_option("--output", args->output, "Name of the signature file inside the bundle (default bundle.sig)");
-  add_json_flag(command, "Print the result as one JSON document, described by schemas/sign.schema.json");
+  command.option("BUNDLE", args->bundle, "The bundle folder").required();
+  command.option("--key", args->key, "PEM private key (openssl ecparam -name prime256v1 -genkey -noout)").required();
+  command.option("--password-file", args->password_file, "File whose first line is the password of an encrypted key");
+  command.option("--output", args->output, "Name of the signature file inside the bundle (default bundle.sig)");
+  command.json_flag("Print the result as one JSON document, described by schemas/sign.schema.json");
   return {command, [args](Output& out) { return run_sign(*args, out); }};
 }
 

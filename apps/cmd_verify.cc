@@ -90,8 +90,8 @@ int run_verify(const VerifyArgs& args, Output& out) {
 
 }  // namespace
 
-Command add_verify(CLI::App& root) {
-  auto* command = root.add_subcommand(
+Command add_verify(Cli& cli) {
+  CommandLine command = cli.add_command(
       "verify",
       "Check bundles, programs (.pte with its .ptd, .bpte) and AOTInductor packages (.pt2) before they are\n"
       "loaded: names, the manifest against the files (sizes, SHA-256, nothing unlisted), every key a delegate\n"
@@ -99,24 +99,23 @@ Command add_verify(CLI::App& root) {
       "recorded test cases (on a GPU of this machine). Every problem is one line; exit 1 if any.\n"
       "See ptbundle-verify(1).");
   auto args = std::make_shared<VerifyArgs>();
-  command->add_option("PATH", args->paths,
+  command.option("PATH", args->paths,
                       "Bundle folders, programs (model.pte, or model.pte,data.ptd), .bpte files or .pt2 packages")
-      ->required();
-  command->add_option("--gpu", args->gpu,
+      .required();
+  command.option("--gpu", args->gpu,
                       "The GPU to check against: auto (this machine's; none found: skipped), a compute capability\n"
                       "(sm_86, 8.6, 86) or none")
-      ->default_val("auto");
-  command->add_option("--key", args->keys,
+      .shown_default("auto");
+  command.option("--key", args->keys,
                       "Public key (PEM) the bundles must be signed with (repeatable; any one of them); checked first,\n"
                       "then every file against the signature");
-  command->add_option("--keys-dir", args->keys_dir, "Folder of public keys (*.pem, *.pub), as --key for each");
-  command->add_flag("--require-signature", args->require_signature,
+  command.option("--keys-dir", args->keys_dir, "Folder of public keys (*.pem, *.pub), as --key for each");
+  command.flag("--require-signature", args->require_signature,
                     "Fail any PATH that is not a bundle whose signature was checked: unsigned, or signed but no\n"
                     "--key/--keys-dir given to check it");
-  add_json_flag(command,
-                    "One JSON document on stdout listing every check with its outcome, described by\n"
+  command.json_flag("One JSON document on stdout listing every check with its outcome, described by\n"
                     "schemas/verify.schema.json");
-  command->add_flag("--verbose,-v", args->verbose, "Also list the checks that passed");
+  command.flag("--verbose,-v", args->verbose, "Also list the checks that passed");
   return {command, [args](Output& out) { return run_verify(*args, out); }};
 }
 

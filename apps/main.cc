@@ -2,7 +2,6 @@
 // bundles that can be checked before they are loaded.
 #include <fcntl.h>
 
-#include <cctype>
 #include <string_view>
 #include <vector>
 
@@ -31,12 +30,6 @@ Intent read_intent(int argc, char** argv) {
   return intent;
 }
 
-// CLI11's messages start with a capital letter; ours do not.
-std::string lowered(std::string message) {
-  if (!message.empty()) message[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(message[0])));
-  return message;
-}
-
 // Whether fd 1 can take the report. A closed stdout (`>&-`) is filled with
 // /dev/null first: the next file ptbundle opens would otherwise get
 // descriptor 1, and the report would be written into it.
@@ -55,7 +48,7 @@ bool stdout_usable() {
 
 std::string command_names(const std::vector<Command>& commands) {
   std::string names;
-  for (const Command& command : commands) names += (names.empty() ? "" : ", ") + command.app->get_name();
+  for (const Command& command : commands) names += (names.empty() ? "" : ", ") + command.line.name();
   return names;
 }
 
@@ -67,35 +60,26 @@ int main(int argc, char** argv) {
   // Checked before any command runs, so that a command never makes a change
   // and then fails to say so (exit 3 after a commit).
   const bool stdout_ok = stdout_usable();
-  CLI::App root{
+  Cli cli{
       "ptbundle packages PyTorch models compiled ahead of time for NVIDIA GPUs\n"
       "(ExecuTorch .pte/.ptd programs and AOTInductor .pt2 packages) into bundles\n"
       "that are checked before a robot or a server loads them.\n\n"
       "Exit codes: 0 success, 1 invalid input or failed check, 2 usage error, 3 I/O error.\n"
       "See ptbundle(1) and ptbundle-<command>(1).",
-      "ptbundle"};
-  root.set_version_flag("--version", std::string("ptbundle ") + PTB_VERSION);
-  root.require_subcommand(1);
-  root.fallthrough(false);
+      std::string("ptbundle ") + PTB_VERSION};
 
-  const std::vector<Command> commands = {add_export(root), add_merge(root), add_verify(root),
-                                         add_inspect(root), add_run(root),   add_gpus(root),
-                                         add_sign(root)};
+  const std::vector<Command> commands = {add_export(cli), add_merge(cli), add_verify(cli),
+                                         add_inspect(cli), add_run(cli),   add_gpus(cli),
+                                         add_sign(cli)};
   const Intent intent = read_intent(argc, argv);
   const Command* named = nullptr;
   for (const Command& command : commands) {
-    if (command.app->get_name() == intent.word) named = &command;
+    if (command.line.name() == intent.word) named = &command;
   }
 
-  try {
-    root.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return root.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return root.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return root.exit(e);
-  } catch (const CLI::ParseError& e) {
+  const Cli::Parsed parsed = cli.parse(argc, argv);
+  if (parsed.printed) return parsed.exit_code;
+  if (parsed.error) {
     Output out(named ? intent.word : "", intent.json);
     if (!named && !intent.word.empty()) {
       return out.fail(ptb::usage_error("unknown command '" + intent.word + "'; see ptbundle --help"));
@@ -104,13 +88,12 @@ int main(int argc, char** argv) {
       return out.fail(ptb::usage_error("no command given; expected one of " + command_names(commands) +
                                        "; see ptbundle --help"));
     }
-    return out.fail(ptb::usage_error(intent.word + ": " + lowered(e.what()) + "; see ptbundle " + intent.word +
+    return out.fail(ptb::usage_error(intent.word + ": " + *parsed.error + "; see ptbundle " + intent.word +
                                      " --help"));
   }
   for (const Command& command : commands) {
-    if (!command.app->parsed()) continue;
-    const CLI::Option* json = command.app->get_option_no_throw("--json");
-    Output out(command.app->get_name(), json && json->count() > 0);
+    if (!command.line.parsed()) continue;
+    Output out(command.line.name(), command.line.json());
     if (!stdout_ok) {
       return out.fail(ptb::io_error("stdout: closed or not open for writing; expected somewhere to write the report "
                                     "(nothing was done)"));

@@ -1,0 +1,503 @@
+// What each compute shim of the built-in runtime costs per call, on shapes
+// the policy parts of issue 19 give them: the module is opened with dlopen,
+// the shim is called through the same C ABI an AOTInductor library calls,
+// and a block of calls is timed between two CUDA events on the runtime's
+// current stream (the median of the blocks). Outputs the shim allocates are
+// freed in the loop, as the library frees them. bench/bench_shims.py runs
+// the same calls in eager PyTorch and prints both side by side; the case
+// table lives here only (`--list` prints it as JSON for that script).
+//
+//   bench_shims --list
+//   bench_shims --module PATH/libptbundle_builtin_runtime.so [--iterations N] [CASE...]
+//
+// One JSON object per line on stdout: {"case", "shim", "us"} or {"case",
+// "shim", "error"}.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ptbundle/base/dtype.h"
+
+using namespace ptb;
+
+namespace {
+
+using Handle = void*;
+using Error = int32_t;
+
+// How a case's input is filled: values from N(0, 1), indices in [0, bound),
+// a mask that is true with probability 1/2, or any 32-bit pattern (packed
+// int4 weights).
+enum class Fill { Normal, Index, Mask, Bits };
+
+struct Input {
+  int32_t dtype = ScalarType::Float;
+  std::vector<int64_t> shape;
+  Fill fill = Fill::Normal;
+  int64_t bound = 0;
+};
+
+struct Module;
+struct Case {
+  std::string name;
+  std::string shim;
+  std::vector<Input> inputs;
+  // The parameters bench_shims.py passes to PyTorch's call (k, dim, ...),
+  // as JSON members written as they are.
+  std::string params;
+  // Calls the shim once on the inputs; returns the tensors it allocated.
+  std::function<Error(Module&, std::vector<Handle>&, std::vector<Handle>&)> call;
+};
+
+// The functions the bench takes from the module, by name.
+struct Module {
+  void* library = nullptr;
+  template <class F>
+  F get(const char* name) {
+    void* symbol = dlsym(library, name);
+    if (!symbol) {
+      std::fprintf(stderr, "bench_shims: the module has no %s\n", name);
+      std::exit(1);
+    }
+    return reinterpret_cast<F>(symbol);
+  }
+};
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+template <class... A>
+using Fn = Error (*)(A...);
+
+Error call_mm(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
+  static auto f = m.get<Fn<Handle, Handle, Handle>>("aoti_torch_cuda_mm_out");
+  return f(in[2], in[0], in[1]);
+}
+
+Error call_addmm(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
+  static auto f = m.get<Fn<Handle, Handle, Handle, Handle, double, double>>("aoti_torch_cuda_addmm_out");
+  return f(in[3], in[0], in[1], in[2], 1.0, 1.0);
+}
+
+Error call_bmm(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
+  static auto f = m.get<Fn<Handle, Handle, Handle>>("aoti_torch_cuda_bmm_out");
+  return f(in[2], in[0], in[1]);
+}
+
+Error call_addmm_gelu(Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
+  static auto f = m.get<Fn<Handle, Handle, Handle, double, double, int32_t, Handle*>>(
+      "aoti_torch_cuda__addmm_activation");
+  Handle out = nullptr;
+  Error error = f(in[0], in[1], in[2], 1.0, 1.0, 1, &out);
+  made.push_back(out);
+  return error;
+}
+
+// ATen's convolution with symmetric padding, unit dilation, no bias.
+std::function<Error(Module&, std::vector<Handle>&, std::vector<Handle>&)> convolution(int64_t dims, int64_t stride,
+                                                                                      int64_t padding, int64_t groups,
+                                                                                      bool transposed) {
+  return [=](Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
+    static auto f = m.get<Fn<Handle, Handle, Handle*, const int64_t*, int64_t, const int64_t*, int64_t,
+                             const int64_t*, int64_t, int32_t, const int64_t*, int64_t, int64_t, Handle*>>(
+        "aoti_torch_cuda_convolution");
+    std::vector<int64_t> strides(dims, stride), paddings(dims, padding), dilations(dims, 1), output_padding(dims, 0);
+    Handle out = nullptr;
+    Error error = f(in[0], in[1], nullptr, strides.data(), dims, paddings.data(), dims, dilations.data(), dims,
+                    transposed ? 1 : 0, output_padding.data(), dims, groups, &out);
+    made.push_back(out);
+    return error;
+  };
+}
+
+Error call_efficient_attention(Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
+  static auto f = m.get<Fn<Handle, Handle, Handle, Handle*, int32_t, double, int32_t, double*, Handle*, Handle*,
+                           Handle*, Handle*>>("aoti_torch_cuda__scaled_dot_product_efficient_attention");
+  Handle out[4] = {};
+  Error error = f(in[0], in[1], in[2], nullptr, 0, 0.0, 0, nullptr, &out[0], &out[1], &out[2], &out[3]);
+  made.insert(made.end(), out, out + 4);
+  return error;
+}
+
+Error call_flash_attention(Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
+  static auto f = m.get<Fn<Handle, Handle, Handle, double, int32_t, int32_t, double*, Handle*, Handle*, Handle*,
+                           Handle*, int64_t*, int64_t*, Handle*, Handle*, Handle*>>(
+      "aoti_torch_cuda__scaled_dot_product_flash_attention");
+  Handle out[7] = {};
+  int64_t max_q = 0, max_k = 0;
+  Error error = f(in[0], in[1], in[2], 0.0, 0, 0, nullptr, &out[0], &out[1], &out[2], &out[3], &max_q, &max_k,
+                  &out[4], &out[5], &out[6]);
+  made.insert(made.end(), out, out + 7);
+  return error;
+}
+
+Error call_cudnn_attention(Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
+  static auto f = m.get<Fn<Handle, Handle, Handle, Handle*, int32_t, double, int32_t, int32_t, double*, Handle*,
+                           Handle*, Handle*, Handle*, int64_t*, int64_t*, Handle*, Handle*, Handle*>>(
+      "aoti_torch_cuda__scaled_dot_product_cudnn_attention");
+  Handle out[7] = {};
+  int64_t max_q = 0, max_k = 0;
+  Error error = f(in[0], in[1], in[2], nullptr, 0, 0.0, 0, 0, nullptr, &out[0], &out[1], &out[2], &out[3], &max_q,
+                  &max_k, &out[4], &out[5], &out[6]);
+  made.insert(made.end(), out, out + 7);
+  return error;
+}
+
+Error call_sort_stable(Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
+  static auto f = m.get<Fn<Handle, int32_t*, int64_t, int32_t, Handle*, Handle*>>("aoti_torch_cuda_sort_stable");
+  Handle values = nullptr, indices = nullptr;
+  int32_t stable = 1;
+  Error error = f(in[0], &stable, -1, 0, &values, &indices);
+  made.insert(made.end(), {values, indices});
+  return error;
+}
+
+Error call_topk(Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
+  static auto f = m.get<Fn<Handle, int64_t, int64_t, int32_t, int32_t, Handle*, Handle*>>("aoti_torch_cuda_topk");
+  Handle values = nullptr, indices = nullptr;
+  Error error = f(in[0], 2, -1, 1, 1, &values, &indices);
+  made.insert(made.end(), {values, indices});
+  return error;
+}
+
+Error call_nonzero(Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
+  static auto f = m.get<Fn<Handle, Handle*>>("aoti_torch_cuda_nonzero");
+  Handle out = nullptr;
+  Error error = f(in[0], &out);
+  made.push_back(out);
+  return error;
+}
+
+Error call_index(Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
+  static auto f = m.get<Fn<Handle, const Handle**, int64_t, Handle*>>("aoti_torch_cuda_index_Tensor");
+  const Handle* indices[1] = {&in[1]};
+  Handle out = nullptr;
+  Error error = f(in[0], indices, 1, &out);
+  made.push_back(out);
+  return error;
+}
+
+Error call_index_put_accumulate(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
+  static auto f = m.get<Fn<Handle, Handle, const Handle*, uint32_t, Handle, bool>>("aoti_torch_index_put_out");
+  const Handle indices[1] = {in[1]};
+  return f(in[3], in[0], indices, 1, in[2], true);
+}
+
+Error call_scatter_src(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
+  static auto f = m.get<Fn<Handle, Handle, int64_t, Handle, Handle>>("aoti_torch_cuda_scatter_src_out");
+  return f(in[3], in[0], 1, in[1], in[2]);
+}
+
+Error call_scatter_reduce_sum(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
+  static auto f = m.get<Fn<Handle, Handle, int64_t, Handle, Handle, const char*, int32_t>>(
+      "aoti_torch_cuda_scatter_reduce_two_out");
+  return f(in[3], in[0], 1, in[1], in[2], "sum", 1);
+}
+
+Error call_randint(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
+  static auto f = m.get<Fn<Handle, int64_t, int64_t, const int64_t*, int64_t>>("aoti_torch_cuda_randint_low_out");
+  static const int64_t size[2] = {64, 1024};
+  return f(in[0], 0, 100, size, 2);
+}
+
+// rand and randn: a float32 [64, 1024] tensor of their own.
+Error call_random(Module& m, const char* name, std::vector<Handle>& made) {
+  using Random = Fn<const int64_t*, int64_t, int32_t*, int32_t*, int32_t*, int32_t, int32_t*, Handle*>;
+  Random f = m.get<Random>(name);
+  static const int64_t size[2] = {64, 1024};
+  int32_t dtype = ScalarType::Float;
+  Handle out = nullptr;
+  Error error = f(size, 2, &dtype, nullptr, nullptr, 0, nullptr, &out);
+  made.push_back(out);
+  return error;
+}
+
+Error call_int4_mm(Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
+  static auto f = m.get<Fn<Handle, Handle, int64_t, Handle, Handle*>>("aoti_torch_cuda__weight_int4pack_mm");
+  Handle out = nullptr;
+  Error error = f(in[0], in[1], 128, in[2], &out);
+  made.push_back(out);
+  return error;
+}
+
+Error call_item(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
+  static auto f = m.get<Fn<Handle, float*>>("aoti_torch_item_float32");
+  float value = 0;
+  return f(in[0], &value);
+}
+
+constexpr int32_t kF32 = ScalarType::Float, kBF16 = ScalarType::BFloat16, kI64 = ScalarType::Long,
+                  kI32 = ScalarType::Int, kBool = ScalarType::Bool;
+
+Input normal(int32_t dtype, std::vector<int64_t> shape) { return {dtype, std::move(shape), Fill::Normal, 0}; }
+Input index(std::vector<int64_t> shape, int64_t bound) { return {kI64, std::move(shape), Fill::Index, bound}; }
+
+// The shapes: the repro pack's linears (512x1024 by 1024x1024) and ResNet
+// stage convolutions, attention of an ACT-sized transformer (8 heads of 64
+// over 128 tokens), a MoE router's top-2 of 64 experts over 256 tokens, a
+// masked copy of 4096 rows, an int4 Linear of 4096 by 4096 for 16 tokens,
+// and a diffusion step's noise.
+std::vector<Case> cases() {
+  std::vector<Case> all;
+  auto add = [&](std::string name, std::string shim, std::vector<Input> inputs, std::string params,
+                 std::function<Error(Module&, std::vector<Handle>&, std::vector<Handle>&)> call) {
+    all.push_back({std::move(name), std::move(shim), std::move(inputs), std::move(params), std::move(call)});
+  };
+  for (int32_t dtype : {kF32, kBF16}) {
+    std::string suffix = dtype == kF32 ? "_f32" : "_bf16";
+    add("mm" + suffix, "mm_out", {normal(dtype, {512, 1024}), normal(dtype, {1024, 1024}), normal(dtype, {512, 1024})},
+        "{}", call_mm);
+    add("addmm" + suffix, "addmm_out",
+        {normal(dtype, {1024}), normal(dtype, {512, 1024}), normal(dtype, {1024, 1024}), normal(dtype, {512, 1024})},
+        "{}", call_addmm);
+  }
+  add("bmm_f32", "bmm_out", {normal(kF32, {8, 128, 64}), normal(kF32, {8, 64, 128}), normal(kF32, {8, 128, 128})},
+      "{}", call_bmm);
+  add("addmm_gelu_f32", "_addmm_activation",
+      {normal(kF32, {1024}), normal(kF32, {512, 1024}), normal(kF32, {1024, 1024})}, "{}", call_addmm_gelu);
+  const std::string conv_params = R"("stride": %d, "padding": %d, "groups": %d, "transposed": %s)";
+  auto conv = [&](std::string name, std::vector<int64_t> input, std::vector<int64_t> weight, int64_t stride,
+                  int64_t padding, int64_t groups, bool transposed) {
+    char params[160];
+    std::snprintf(params, sizeof params, ("{" + conv_params + "}").c_str(), static_cast<int>(stride),
+                  static_cast<int>(padding), static_cast<int>(groups), transposed ? "true" : "false");
+    int64_t dims = static_cast<int64_t>(input.size()) - 2;
+    add(std::move(name), "convolution", {normal(kF32, std::move(input)), normal(kF32, std::move(weight))}, params,
+        convolution(dims, stride, padding, groups, transposed));
+  };
+  conv("conv2d_64c_56", {1, 64, 56, 56}, {64, 64, 3, 3}, 1, 1, 1, false);
+  conv("conv2d_256c_56", {1, 256, 56, 56}, {256, 256, 3, 3}, 1, 1, 1, false);
+  conv("conv2d_stem_224", {1, 3, 224, 224}, {64, 3, 7, 7}, 2, 3, 1, false);
+  conv("conv2d_depthwise", {1, 128, 56, 56}, {128, 1, 3, 3}, 1, 1, 128, false);
+  conv("conv_transpose2d", {1, 64, 28, 28}, {64, 32, 4, 4}, 2, 1, 1, true);
+  conv("conv1d_unet", {8, 256, 64}, {256, 256, 5}, 1, 2, 1, false);
+  add("sdpa_efficient_f32", "_scaled_dot_product_efficient_attention",
+      {normal(kF32, {1, 8, 128, 64}), normal(kF32, {1, 8, 128, 64}), normal(kF32, {1, 8, 128, 64})}, "{}",
+      call_efficient_attention);
+  add("sdpa_flash_bf16", "_scaled_dot_product_flash_attention",
+      {normal(kBF16, {1, 8, 128, 64}), normal(kBF16, {1, 8, 128, 64}), normal(kBF16, {1, 8, 128, 64})}, "{}",
+      call_flash_attention);
+  add("sdpa_cudnn_bf16", "_scaled_dot_product_cudnn_attention",
+      {normal(kBF16, {1, 8, 128, 64}), normal(kBF16, {1, 8, 128, 64}), normal(kBF16, {1, 8, 128, 64})}, "{}",
+      call_cudnn_attention);
+  add("sort_stable_f32", "sort_stable", {normal(kF32, {64, 1024})}, "{}", call_sort_stable);
+  add("topk2_f32", "topk", {normal(kF32, {256, 64})}, R"({"k": 2})", call_topk);
+  add("nonzero", "nonzero", {{kBool, {4096}, Fill::Mask, 0}}, "{}", call_nonzero);
+  add("index_mask_f32", "index_Tensor", {normal(kF32, {4096, 16}), {kBool, {4096}, Fill::Mask, 0}}, "{}",
+      call_index);
+  add("index_rows_f32", "index_Tensor", {normal(kF32, {4096, 16}), index({1024}, 4096)}, "{}", call_index);
+  add("index_put_accumulate_f32", "index_put_out",
+      {normal(kF32, {4096, 16}), index({1024}, 4096), normal(kF32, {1024, 16}), normal(kF32, {4096, 16})}, "{}",
+      call_index_put_accumulate);
+  add("scatter_src_bf16", "scatter_src_out",
+      {normal(kBF16, {256, 64}), index({256, 2}, 64), normal(kBF16, {256, 2}), normal(kBF16, {256, 64})}, "{}",
+      call_scatter_src);
+  add("scatter_reduce_sum_f32", "scatter_reduce_two_out",
+      {normal(kF32, {64, 1024}), index({64, 256}, 1024), normal(kF32, {64, 256}), normal(kF32, {64, 1024})}, "{}",
+      call_scatter_reduce_sum);
+  add("randint_low_out", "randint_low_out", {{kI64, {64, 1024}, Fill::Index, 100}}, "{}", call_randint);
+  add("rand_f32", "rand", {}, "{}",
+      [](Module& m, std::vector<Handle>&, std::vector<Handle>& made) { return call_random(m, "aoti_torch_cuda_rand", made); });
+  add("randn_f32", "randn", {}, "{}", [](Module& m, std::vector<Handle>&, std::vector<Handle>& made) {
+    return call_random(m, "aoti_torch_cuda_randn", made);
+  });
+  // _convert_weight_to_int4pack's layout for n = k = 4096 with 8 inner k
+  // tiles: [n/8, k/128, 32, 4] int32; groups of 128 along k.
+  add("int4pack_mm_bf16", "_weight_int4pack_mm",
+      {normal(kBF16, {16, 4096}), {kI32, {512, 32, 32, 4}, Fill::Bits, 0}, normal(kBF16, {32, 4096, 2})},
+      R"({"group": 128})", call_int4_mm);
+  add("item_f32", "item_float32", {normal(kF32, {1})}, "{}", call_item);
+  return all;
+}
+
+const char* fill_name(Fill fill) {
+  switch (fill) {
+    case Fill::Normal: return "normal";
+    case Fill::Index: return "index";
+    case Fill::Mask: return "mask";
+    case Fill::Bits: return "bits";
+  }
+  return "?";
+}
+
+void print_list(const std::vector<Case>& all) {
+  std::printf("[\n");
+  for (size_t c = 0; c < all.size(); ++c) {
+    const Case& one = all[c];
+    std::printf("  {\"case\": \"%s\", \"shim\": \"%s\", \"params\": %s, \"inputs\": [", one.name.c_str(),
+                one.shim.c_str(), one.params.c_str());
+    for (size_t i = 0; i < one.inputs.size(); ++i) {
+      const Input& input = one.inputs[i];
+      std::printf("%s{\"dtype\": \"%s\", \"shape\": [", i ? ", " : "", scalar_type_name(input.dtype));
+      for (size_t d = 0; d < input.shape.size(); ++d)
+        std::printf("%s%lld", d ? ", " : "", static_cast<long long>(input.shape[d]));
+      std::printf("], \"fill\": \"%s\", \"bound\": %lld}", fill_name(input.fill),
+                  static_cast<long long>(input.bound));
+    }
+    std::printf("]}%s\n", c + 1 < all.size() ? "," : "");
+  }
+  std::printf("]\n");
+}
+
+// The host bytes of one input, from a fixed seed.
+std::vector<uint8_t> host_values(const Input& input, std::mt19937_64& random) {
+  uint64_t count = element_count(input.shape).value_or(0);
+  uint64_t size = scalar_type_size(input.dtype).value_or(1);
+  std::vector<uint8_t> bytes(count * size);
+  std::normal_distribution<float> normal;
+  for (uint64_t i = 0; i < count; ++i) {
+    uint8_t* at = bytes.data() + i * size;
+    if (input.fill == Fill::Normal && input.dtype == kF32) {
+      float value = normal(random);
+      std::memcpy(at, &value, 4);
+    } else if (input.fill == Fill::Normal && input.dtype == kBF16) {
+      uint16_t value = float_to_bfloat16(normal(random));
+      std::memcpy(at, &value, 2);
+    } else if (input.fill == Fill::Index) {
+      int64_t value = static_cast<int64_t>(random() % static_cast<uint64_t>(input.bound));
+      std::memcpy(at, &value, 8);
+    } else if (input.fill == Fill::Mask) {
+      *at = random() & 1;
+    } else {
+      uint32_t value = static_cast<uint32_t>(random());
+      std::memcpy(at, &value, std::min<uint64_t>(size, 4));
+    }
+  }
+  return bytes;
+}
+
+struct Api {
+  Fn<int64_t, const int64_t*, const int64_t*, int32_t, int32_t, int32_t, Handle*> empty_strided;
+  Fn<Handle> delete_tensor;
+  Fn<Handle, void**> data_ptr;
+  int (*memcpy)(void*, const void*, size_t, int);
+  int (*event_create)(void**);
+  int (*event_record)(void*, void*);
+  int (*event_synchronize)(void*);
+  int (*event_elapsed)(float*, void*, void*);
+  int (*device_synchronize)();
+};
+
+// Milliseconds per call: the median of blocks of `iterations` calls.
+double time_case(Module& module, Api& api, Case& one, int iterations, std::string& error) {
+  std::mt19937_64 random(20261205);
+  std::vector<Handle> inputs;
+  for (const Input& input : one.inputs) {
+    Handle tensor = nullptr;
+    std::vector<int64_t> strides = contiguous_strides(input.shape);
+    if (api.empty_strided(static_cast<int64_t>(input.shape.size()), input.shape.data(), strides.data(), input.dtype,
+                          1, 0, &tensor) != 0) {
+      error = "could not allocate an input";
+      return -1;
+    }
+    std::vector<uint8_t> bytes = host_values(input, random);
+    void* data = nullptr;
+    api.data_ptr(tensor, &data);
+    if (!bytes.empty()) api.memcpy(data, bytes.data(), bytes.size(), 1 /* host to device */);
+    inputs.push_back(tensor);
+  }
+  std::vector<Handle> made;
+  auto once = [&]() -> bool {
+    Error status = one.call(module, inputs, made);
+    for (Handle tensor : made)
+      if (tensor) api.delete_tensor(tensor);
+    made.clear();
+    return status == 0;
+  };
+  for (int i = 0; i < 10; ++i) {
+    if (!once()) {
+      error = "the shim failed (its reason is on stderr)";
+      return -1;
+    }
+  }
+  // No stream guard is set, so the shims run on the default stream, where
+  // the events are recorded.
+  void *start = nullptr, *stop = nullptr;
+  api.event_create(&start);
+  api.event_create(&stop);
+  std::vector<double> blocks;
+  for (int block = 0; block < 7; ++block) {
+    api.event_record(start, nullptr);
+    for (int i = 0; i < iterations; ++i) once();
+    api.event_record(stop, nullptr);
+    api.event_synchronize(stop);
+    float ms = 0;
+    api.event_elapsed(&ms, start, stop);
+    blocks.push_back(ms * 1000.0 / iterations);
+  }
+  api.device_synchronize();
+  for (Handle tensor : inputs) api.delete_tensor(tensor);
+  std::sort(blocks.begin(), blocks.end());
+  return blocks[blocks.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<Case> all = cases();
+  std::string module_path;
+  int iterations = 50;
+  std::vector<std::string> wanted;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--list") {
+      print_list(all);
+      return 0;
+    } else if (arg == "--module" && i + 1 < argc) {
+      module_path = argv[++i];
+    } else if (arg == "--iterations" && i + 1 < argc) {
+      iterations = std::max(1, std::atoi(argv[++i]));
+    } else if (!arg.empty() && arg[0] != '-') {
+      wanted.push_back(arg);
+    } else {
+      std::fprintf(stderr, "usage: bench_shims --list | --module PATH [--iterations N] [CASE...]\n");
+      return 2;
+    }
+  }
+  if (module_path.empty()) {
+    std::fprintf(stderr, "bench_shims: --module PATH is required (the built-in runtime module)\n");
+    return 2;
+  }
+  Module module;
+  module.library = dlopen(module_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!module.library) {
+    std::fprintf(stderr, "bench_shims: %s\n", dlerror());
+    return 1;
+  }
+  Api api{};
+  api.empty_strided = module.get<decltype(api.empty_strided)>("aoti_torch_empty_strided");
+  api.delete_tensor = module.get<decltype(api.delete_tensor)>("aoti_torch_delete_tensor_object");
+  api.data_ptr = module.get<decltype(api.data_ptr)>("aoti_torch_get_data_ptr");
+  api.memcpy = module.get<decltype(api.memcpy)>("cudaMemcpy");
+  api.event_create = module.get<decltype(api.event_create)>("cudaEventCreate");
+  api.event_record = module.get<decltype(api.event_record)>("cudaEventRecord");
+  api.event_synchronize = module.get<decltype(api.event_synchronize)>("cudaEventSynchronize");
+  api.event_elapsed = module.get<decltype(api.event_elapsed)>("cudaEventElapsedTime");
+  api.device_synchronize = module.get<decltype(api.device_synchronize)>("cudaDeviceSynchronize");
+  int failures = 0;
+  for (Case& one : all) {
+    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), one.name) == wanted.end()) continue;
+    std::string error;
+    double us = time_case(module, api, one, iterations, error);
+    if (us < 0) {
+      ++failures;
+      std::printf("{\"case\": \"%s\", \"shim\": \"%s\", \"error\": \"%s\"}\n", one.name.c_str(), one.shim.c_str(),
+                  error.c_str());
+    } else {
+      std::printf("{\"case\": \"%s\", \"shim\": \"%s\", \"us\": %.3f}\n", one.name.c_str(), one.shim.c_str(), us);
+    }
+    std::fflush(stdout);
+  }
+  return failures ? 1 : 0;
+}
