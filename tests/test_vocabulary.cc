@@ -24,6 +24,7 @@ TEST_CASE("vocabulary: shape text, quoting and joining") {
   CHECK(in_quotes("fc.weight") == "'fc.weight'");
   CHECK(in_quotes(std::string(1000, 'x')).size() < 260);  // clipped: a hostile name cannot flood a message
   CHECK(in_quotes(std::string("a\nb")).find('\n') == std::string::npos);
+  CHECK(in_quotes(std::string(100, 'x'), 48) == "'" + std::string(48, 'x') + "... (100 bytes)'");
   CHECK(join(std::vector<std::string>{"sm_80", "sm_90"}, ", ") == "sm_80, sm_90");
   CHECK(join(std::vector<std::string>{}, ", ").empty());
 }

@@ -15,6 +15,7 @@
 #include <flatbuffers/minireflect.h>
 
 #include "merge/merge_internal.h"
+#include "ptbundle/base/text.h"
 
 namespace ptb::detail {
 namespace {
@@ -89,10 +90,8 @@ std::string show_scalar(ElementaryType type, const uint8_t* at, const TypeTable*
 
 std::string show_string(const flatbuffers::String* text) {
   if (!text) return "absent";
-  constexpr size_t kShown = 48;
-  std::string_view view = text->string_view();
-  std::string shown(view.substr(0, kShown));
-  return "'" + shown + (view.size() > kShown ? "...'" : "'");
+  constexpr size_t kShown = 48;  // two values side by side on one line
+  return in_quotes(text->string_view(), kShown);
 }
 
 const uint8_t* follow(const uint8_t* at) { return at + flatbuffers::ReadScalar<flatbuffers::uoffset_t>(at); }

@@ -10,9 +10,9 @@
 
 namespace ptb {
 
-// 'text': a name read from a file, made printable and clipped, so that a
-// hostile name cannot flood or garble a message.
-inline std::string in_quotes(std::string_view text) { return "'" + clipped(text) + "'"; }
+// 'text': a name read from a file, made printable and clipped (past `limit`
+// bytes), so that a hostile name cannot flood or garble a message.
+inline std::string in_quotes(std::string_view text, size_t limit = 200) { return "'" + clipped(text, limit) + "'"; }
 
 // The items (anything std::string can be built from) with `separator` between.
 template <typename Items>
