@@ -216,9 +216,11 @@ Error call_random(Module& m, const char* name, std::vector<Handle>& made) {
   using Random = Fn<const int64_t*, int64_t, int32_t*, int32_t*, int32_t*, int32_t, int32_t*, Handle*>;
   Random f = m.get<Random>(name);
   static const int64_t size[2] = {64, 1024};
-  int32_t dtype = ScalarType::Float;
+  // As Inductor passes them: the dtype and a CUDA device (a null device is
+  // ATen's default, the CPU).
+  int32_t dtype = ScalarType::Float, device = 1 /* aoti_torch_device_type_cuda */;
   Handle out = nullptr;
-  Error error = f(size, 2, &dtype, nullptr, nullptr, 0, nullptr, &out);
+  Error error = f(size, 2, &dtype, nullptr, &device, 0, nullptr, &out);
   made.push_back(out);
   return error;
 }
