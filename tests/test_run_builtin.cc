@@ -68,9 +68,11 @@ TEST_CASE("run on GPU, built-in runtime: link_libtorch=False libraries match eag
   ptb::test::trace_crashes();
   ScopedTmpdir tmp;
   const fs::path folder = *ptb::test::gpu_packages();
+  int ran = 0;
   for (const char* name : kPackages) {
     CAPTURE(name);
     if (!ptb::test::have_gpu_package(name)) continue;
+    ++ran;
     auto part = open_run_part((folder / (std::string(name) + ".pt2")).string(), this_gpu());
     REQUIRE_MESSAGE(part.ok(), part.error().message);
     // Steps on stderr, so that a crash shows where it happened.
@@ -93,7 +95,8 @@ TEST_CASE("run on GPU, built-in runtime: link_libtorch=False libraries match eag
                 stats.median_ms * 1000);
   }
   CHECK_MESSAGE(tmp.empty(), tmp.listing());
-  CHECK(process_aoti_runtime() == AotiRuntime::Builtin);
+  // Which runtime the process took is known only once a package loaded.
+  if (ran > 0) CHECK(process_aoti_runtime() == AotiRuntime::Builtin);
 }
 
 TEST_CASE("run on GPU, built-in runtime: a library needing a shim it lacks is refused before loading") {
