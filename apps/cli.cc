@@ -87,13 +87,7 @@ Cli::Parsed Cli::parse(int argc, char** argv) {
   Parsed parsed;
   try {
     root_->parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    parsed.printed = true;
-    parsed.exit_code = root_->exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    parsed.printed = true;
-    parsed.exit_code = root_->exit(e);
-  } catch (const CLI::CallForVersion& e) {
+  } catch (const CLI::Success& e) {  // --help, --help-all, --version: exit() prints what was asked
     parsed.printed = true;
     parsed.exit_code = root_->exit(e);
   } catch (const CLI::ParseError& e) {

@@ -37,44 +37,41 @@ def conv(t, p):
                             [0] * d, p["groups"])
 
 
-# PyTorch's op for each case, on the inputs in the order bench_shims lists
-# them (an input it lists last for an `_out` shim is the output).
+# PyTorch's op for each shim, on a case's inputs in the order bench_shims
+# lists them (an input it lists last for an `_out` shim is the output).
 EAGER = {
-    "mm_f32": lambda t, p: torch.mm(t[0], t[1], out=t[2]),
-    "mm_bf16": lambda t, p: torch.mm(t[0], t[1], out=t[2]),
-    "addmm_f32": lambda t, p: torch.addmm(t[0], t[1], t[2], out=t[3]),
-    "addmm_bf16": lambda t, p: torch.addmm(t[0], t[1], t[2], out=t[3]),
-    "bmm_f32": lambda t, p: torch.bmm(t[0], t[1], out=t[2]),
-    "addmm_gelu_f32": lambda t, p: aten._addmm_activation(t[0], t[1], t[2], use_gelu=True),
-    "conv2d_64c_56": conv,
-    "conv2d_256c_56": conv,
-    "conv2d_stem_224": conv,
-    "conv2d_depthwise": conv,
-    "conv_transpose2d": conv,
-    "conv1d_unet": conv,
-    "sdpa_efficient_f32": lambda t, p: aten._scaled_dot_product_efficient_attention(t[0], t[1], t[2], None, False),
-    "sdpa_flash_bf16": lambda t, p: aten._scaled_dot_product_flash_attention(t[0], t[1], t[2]),
-    "sdpa_cudnn_bf16": lambda t, p: aten._scaled_dot_product_cudnn_attention(t[0], t[1], t[2], None, False),
-    "sort_stable_f32": lambda t, p: torch.sort(t[0], stable=True, dim=-1),
-    "topk2_f32": lambda t, p: torch.topk(t[0], p["k"], dim=-1),
+    "mm_out": lambda t, p: torch.mm(t[0], t[1], out=t[2]),
+    "addmm_out": lambda t, p: torch.addmm(t[0], t[1], t[2], out=t[3]),
+    "bmm_out": lambda t, p: torch.bmm(t[0], t[1], out=t[2]),
+    "_addmm_activation": lambda t, p: aten._addmm_activation(t[0], t[1], t[2], use_gelu=True),
+    "convolution": conv,
+    "_scaled_dot_product_efficient_attention":
+        lambda t, p: aten._scaled_dot_product_efficient_attention(t[0], t[1], t[2], None, False),
+    "_scaled_dot_product_flash_attention": lambda t, p: aten._scaled_dot_product_flash_attention(t[0], t[1], t[2]),
+    "_scaled_dot_product_cudnn_attention":
+        lambda t, p: aten._scaled_dot_product_cudnn_attention(t[0], t[1], t[2], None, False),
+    "sort_stable": lambda t, p: torch.sort(t[0], stable=True, dim=-1),
+    "topk": lambda t, p: torch.topk(t[0], p["k"], dim=-1),
     "nonzero": lambda t, p: torch.nonzero(t[0]),
-    "index_mask_f32": lambda t, p: aten.index(t[0], [t[1]]),
-    "index_rows_f32": lambda t, p: aten.index(t[0], [t[1]]),
-    "index_put_accumulate_f32": lambda t, p: aten.index_put.out(t[0], [t[1]], t[2], True, out=t[3]),
-    "scatter_src_bf16": lambda t, p: torch.scatter(t[0], 1, t[1], t[2], out=t[3]),
-    "scatter_reduce_sum_f32": lambda t, p: torch.scatter_reduce(t[0], 1, t[1], t[2], "sum", include_self=True,
+    "index_Tensor": lambda t, p: aten.index(t[0], [t[1]]),
+    "index_put_out": lambda t, p: aten.index_put.out(t[0], [t[1]], t[2], True, out=t[3]),
+    "scatter_src_out": lambda t, p: torch.scatter(t[0], 1, t[1], t[2], out=t[3]),
+    "scatter_reduce_two_out": lambda t, p: torch.scatter_reduce(t[0], 1, t[1], t[2], "sum", include_self=True,
                                                                 out=t[3]),
     "randint_low_out": lambda t, p: torch.randint(0, 100, tuple(t[0].shape), out=t[0]),
-    "rand_f32": lambda t, p: torch.rand(64, 1024, device="cuda"),
-    "randn_f32": lambda t, p: torch.randn(64, 1024, device="cuda"),
-    "int4pack_mm_bf16": lambda t, p: aten._weight_int4pack_mm(t[0], t[1], p["group"], t[2]),
-    "item_f32": lambda t, p: t[0].item(),
+    "rand": lambda t, p: torch.rand(64, 1024, device="cuda"),
+    "randn": lambda t, p: torch.randn(64, 1024, device="cuda"),
+    "_weight_int4pack_mm": lambda t, p: aten._weight_int4pack_mm(t[0], t[1], p["group"], t[2]),
+    "item_float32": lambda t, p: t[0].item(),
 }
 
-# Ops that read back to the host (their output size or value): a CUDA graph
-# cannot capture them, and a failed capture leaves PyTorch's generator in
-# capture mode, so they are not tried.
-NOT_CAPTURABLE = {"nonzero", "index_mask_f32", "item_f32"}
+
+def reads_back(case):
+    """Whether the op reads back to the host (a boolean mask sizes its output,
+    .item() returns a value): a CUDA graph cannot capture it, and a failed
+    capture leaves PyTorch's generator in capture mode, so it is not tried."""
+    return case["shim"] == "item_float32" or any(spec["fill"] == "mask" for spec in case["inputs"])
+
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
           "bool": torch.bool}
@@ -147,7 +144,7 @@ def main():
     cases = json.loads(subprocess.run([args.bench, "--list"], check=True, capture_output=True, text=True).stdout)
     if args.cases:
         cases = [c for c in cases if c["case"] in args.cases]
-    missing = [c["case"] for c in cases if c["case"] not in EAGER]
+    missing = [c["case"] for c in cases if c["shim"] not in EAGER]
     if missing:
         sys.exit(f"bench_shims.py: no PyTorch call for {', '.join(missing)}")
     ran = subprocess.run([args.bench, "--module", args.module, "--iterations", str(args.iterations)] +
@@ -165,13 +162,13 @@ def main():
     rows = []
     for case in cases:
         tensors = inputs[case["case"]]
-        call = lambda: EAGER[case["case"]](tensors, case["params"])  # noqa: E731
+        call = lambda: EAGER[case["shim"]](tensors, case["params"])  # noqa: E731
         try:
             eager = time_blocks(call, args.iterations)
         except Exception as error:
             print(f"bench_shims: {case['case']}: eager: {error}", file=sys.stderr)
             eager = None
-        graph = None if eager is None or case["case"] in NOT_CAPTURABLE else eager_graph(call, args.iterations)
+        graph = None if eager is None or reads_back(case) else eager_graph(call, args.iterations)
         row = ours.get(case["case"], {})
         mine = row.get("us")
         rows.append([case["case"], case["shim"], cell(mine), cell(eager), cell(graph), ratio(eager, mine),
