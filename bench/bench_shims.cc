@@ -8,17 +8,29 @@
 // table lives here only (`--list` prints it as JSON for that script).
 //
 //   bench_shims --list
-//   bench_shims --module PATH/libptbundle_builtin_runtime.so [--iterations N] [CASE...]
+//   bench_shims --module PATH/libptbundle_builtin_runtime.so [--iterations N]
+//               [--inputs DIR] [--outputs DIR] [CASE...]
 //
-// One JSON object per line on stdout: {"case", "shim", "us"} or {"case",
-// "shim", "error"}.
+// One JSON object per line on stdout: {"case", "shim", "us", "host_us",
+// "outputs"} or {"case", "shim", "error"}. host_us is the host's time to
+// issue one call (the blocks are short enough that the GPU never makes it
+// wait), so us - host_us near 0 means the shim is bound by host work.
+// With --inputs, input i of a case is read from DIR/CASE.in<i>.bin (its raw
+// contiguous bytes) instead of made from the fixed seed; with --outputs, the
+// tensors one call returns (an _out shim: its out argument, listed last) are
+// written to DIR/CASE.out<j>.bin, the bytes their strides span, and listed
+// under "outputs" with dtype, sizes and strides, for bench_shims.py to
+// compare with PyTorch's results on the same inputs.
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <functional>
 #include <random>
 #include <string>
@@ -232,10 +244,13 @@ Error call_int4_mm(Module& m, std::vector<Handle>& in, std::vector<Handle>& made
   return error;
 }
 
+// The last value aoti_torch_item_float32 returned: item's output, which is
+// no tensor, for --outputs.
+float item_value = 0;
+
 Error call_item(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
   static auto f = m.get<Fn<Handle, float*>>("aoti_torch_item_float32");
-  float value = 0;
-  return f(in[0], &value);
+  return f(in[0], &item_value);
 }
 
 constexpr int32_t kF32 = ScalarType::Float, kBF16 = ScalarType::BFloat16, kI64 = ScalarType::Long,
@@ -283,6 +298,12 @@ std::vector<Case> cases() {
   conv("conv2d_depthwise", {1, 128, 56, 56}, {128, 1, 3, 3}, 1, 1, 128, false);
   conv("conv_transpose2d", {1, 64, 28, 28}, {64, 32, 4, 4}, 2, 1, 1, true);
   conv("conv1d_unet", {8, 256, 64}, {256, 256, 5}, 1, 2, 1, false);
+  // ResNet18's deeper stages at batch 1, where a float32 ResNet18 spends
+  // most of its time (issue 20): few output pixels, a long reduction.
+  conv("conv2d_128c_28", {1, 128, 28, 28}, {128, 128, 3, 3}, 1, 1, 1, false);
+  conv("conv2d_256c_14", {1, 256, 14, 14}, {256, 256, 3, 3}, 1, 1, 1, false);
+  conv("conv2d_512c_7", {1, 512, 7, 7}, {512, 512, 3, 3}, 1, 1, 1, false);
+  conv("conv2d_256to512_s2", {1, 256, 14, 14}, {512, 256, 3, 3}, 2, 1, 1, false);
   add("sdpa_efficient_f32", "_scaled_dot_product_efficient_attention",
       {normal(kF32, {1, 8, 128, 64}), normal(kF32, {1, 8, 128, 64}), normal(kF32, {1, 8, 128, 64})}, "{}",
       call_efficient_attention);
@@ -386,6 +407,10 @@ struct Api {
   Fn<int64_t, const int64_t*, const int64_t*, int32_t, int32_t, int32_t, Handle*> empty_strided;
   Fn<Handle> delete_tensor;
   Fn<Handle, void**> data_ptr;
+  Fn<Handle, int64_t*> dim;
+  Fn<Handle, int64_t**> sizes;
+  Fn<Handle, int64_t**> strides;
+  Fn<Handle, int32_t*> dtype;
   int (*memcpy)(void*, const void*, size_t, int);
   int (*event_create)(void**);
   int (*event_record)(void*, void*);
@@ -394,24 +419,135 @@ struct Api {
   int (*device_synchronize)();
 };
 
-// Milliseconds per call: the median of blocks of `iterations` calls.
-double time_case(Module& module, Api& api, Case& one, int iterations, std::string& error) {
+struct Options {
+  int iterations = 50;
+  std::string inputs, outputs;  // folders, or empty
+};
+
+struct Timing {
+  double us = 0, host_us = 0;
+  std::string outputs = "[]";  // JSON list, with --outputs
+};
+
+bool read_file(const std::string& path, std::vector<uint8_t>& bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return !in.bad();
+}
+
+std::string json_ints(const int64_t* values, int64_t count) {
+  std::string text = "[";
+  for (int64_t i = 0; i < count; ++i) text += (i ? ", " : "") + std::to_string(values[i]);
+  return text + "]";
+}
+
+// One output tensor as a file of the bytes its strides span, and its JSON
+// description; "" on failure (the reason in `error`).
+std::string dump_tensor(Api& api, Handle tensor, const std::string& path, std::string& error) {
+  int64_t dims = 0;
+  int64_t *sizes = nullptr, *strides = nullptr;
+  int32_t dtype = 0;
+  void* data = nullptr;
+  if (api.dim(tensor, &dims) || api.sizes(tensor, &sizes) || api.strides(tensor, &strides) ||
+      api.dtype(tensor, &dtype) || api.data_ptr(tensor, &data)) {
+    error = "could not read an output's sizes";
+    return "";
+  }
+  uint64_t span = 1, size = scalar_type_size(dtype).value_or(1);
+  for (int64_t d = 0; d < dims; ++d) {
+    if (sizes[d] == 0) span = 0;
+    if (span) span += static_cast<uint64_t>(sizes[d] - 1) * static_cast<uint64_t>(strides[d]);
+  }
+  std::vector<uint8_t> bytes(span * size);
+  // cudaMemcpyDefault: a few outputs (the philox seed and offset) are host tensors.
+  if (!bytes.empty() && api.memcpy(bytes.data(), data, bytes.size(), 4) != 0) {
+    error = "could not copy an output to the host";
+    return "";
+  }
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!out) {
+    error = "could not write " + path;
+    return "";
+  }
+  return std::string("{\"file\": \"") + path + "\", \"dtype\": \"" + scalar_type_name(dtype) +
+         "\", \"sizes\": " + json_ints(sizes, dims) + ", \"strides\": " + json_ints(strides, dims) + "}";
+}
+
+// What one call returns, written under the outputs folder: the tensors it
+// made, else an _out shim's out argument (listed last), else item's value.
+bool dump_outputs(Module& module, Api& api, Case& one, std::vector<Handle>& inputs, const std::string& folder,
+                  Timing& timing, std::string& error) {
+  std::vector<Handle> made;
+  Error status = one.call(module, inputs, made);
+  std::vector<Handle> outputs = made;
+  Handle item = nullptr;
+  if (outputs.empty() && one.shim == "item_float32" && status == 0) {
+    const int64_t none = 0;
+    api.empty_strided(0, &none, &none, ScalarType::Float, 0 /* CPU */, 0, &item);
+    void* data = nullptr;
+    if (item && api.data_ptr(item, &data) == 0) std::memcpy(data, &item_value, 4);
+    outputs.push_back(item);
+  } else if (outputs.empty() && !inputs.empty() && one.shim.size() > 4 &&
+             one.shim.compare(one.shim.size() - 4, 4, "_out") == 0) {
+    outputs.push_back(inputs.back());
+  }
+  bool ok = status == 0;
+  if (!ok) error = "the shim failed (its reason is on stderr)";
+  api.device_synchronize();
+  timing.outputs = "[";
+  for (size_t j = 0; ok && j < outputs.size(); ++j) {
+    std::string entry = "null";
+    if (outputs[j]) {
+      entry = dump_tensor(api, outputs[j], folder + "/" + one.name + ".out" + std::to_string(j) + ".bin", error);
+      ok = !entry.empty();
+    }
+    timing.outputs += (j ? ", " : "") + entry;
+  }
+  timing.outputs += "]";
+  for (Handle tensor : made)
+    if (tensor) api.delete_tensor(tensor);
+  if (item) api.delete_tensor(item);
+  return ok;
+}
+
+// Microseconds per call: the median of blocks of `iterations` calls; and
+// the host's time to issue them.
+bool time_case(Module& module, Api& api, Case& one, const Options& options, Timing& timing, std::string& error) {
   std::mt19937_64 random(20261205);
   std::vector<Handle> inputs;
-  for (const Input& input : one.inputs) {
+  struct Free {
+    Api& api;
+    std::vector<Handle>& tensors;
+    ~Free() {
+      for (Handle tensor : tensors) api.delete_tensor(tensor);
+    }
+  } free_inputs{api, inputs};
+  for (size_t i = 0; i < one.inputs.size(); ++i) {
+    const Input& input = one.inputs[i];
     Handle tensor = nullptr;
     std::vector<int64_t> strides = contiguous_strides(input.shape);
     if (api.empty_strided(static_cast<int64_t>(input.shape.size()), input.shape.data(), strides.data(), input.dtype,
                           1, 0, &tensor) != 0) {
       error = "could not allocate an input";
-      return -1;
+      return false;
     }
+    inputs.push_back(tensor);
     std::vector<uint8_t> bytes = host_values(input, random);
+    if (!options.inputs.empty()) {
+      const std::string path = options.inputs + "/" + one.name + ".in" + std::to_string(i) + ".bin";
+      const size_t want = bytes.size();
+      if (!read_file(path, bytes) || bytes.size() != want) {
+        error = "input file " + path + " is missing or does not hold " + std::to_string(want) + " bytes";
+        return false;
+      }
+    }
     void* data = nullptr;
     api.data_ptr(tensor, &data);
     if (!bytes.empty()) api.memcpy(data, bytes.data(), bytes.size(), 1 /* host to device */);
-    inputs.push_back(tensor);
   }
+  if (!options.outputs.empty() && !dump_outputs(module, api, one, inputs, options.outputs, timing, error)) return false;
   std::vector<Handle> made;
   auto once = [&]() -> bool {
     Error status = one.call(module, inputs, made);
@@ -423,7 +559,7 @@ double time_case(Module& module, Api& api, Case& one, int iterations, std::strin
   for (int i = 0; i < 10; ++i) {
     if (!once()) {
       error = "the shim failed (its reason is on stderr)";
-      return -1;
+      return false;
     }
   }
   // No stream guard is set, so the shims run on the default stream, where
@@ -431,20 +567,26 @@ double time_case(Module& module, Api& api, Case& one, int iterations, std::strin
   void *start = nullptr, *stop = nullptr;
   api.event_create(&start);
   api.event_create(&stop);
-  std::vector<double> blocks;
+  std::vector<double> blocks, host;
   for (int block = 0; block < 7; ++block) {
+    api.device_synchronize();
+    const auto issued = std::chrono::steady_clock::now();
     api.event_record(start, nullptr);
-    for (int i = 0; i < iterations; ++i) once();
+    for (int i = 0; i < options.iterations; ++i) once();
     api.event_record(stop, nullptr);
+    host.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - issued).count() /
+                   options.iterations);
     api.event_synchronize(stop);
     float ms = 0;
     api.event_elapsed(&ms, start, stop);
-    blocks.push_back(ms * 1000.0 / iterations);
+    blocks.push_back(ms * 1000.0 / options.iterations);
   }
   api.device_synchronize();
-  for (Handle tensor : inputs) api.delete_tensor(tensor);
   std::sort(blocks.begin(), blocks.end());
-  return blocks[blocks.size() / 2];
+  std::sort(host.begin(), host.end());
+  timing.us = blocks[blocks.size() / 2];
+  timing.host_us = host[host.size() / 2];
+  return true;
 }
 
 }  // namespace
@@ -452,7 +594,7 @@ double time_case(Module& module, Api& api, Case& one, int iterations, std::strin
 int main(int argc, char** argv) {
   std::vector<Case> all = cases();
   std::string module_path;
-  int iterations = 50;
+  Options options;
   std::vector<std::string> wanted;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -462,11 +604,17 @@ int main(int argc, char** argv) {
     } else if (arg == "--module" && i + 1 < argc) {
       module_path = argv[++i];
     } else if (arg == "--iterations" && i + 1 < argc) {
-      iterations = std::max(1, std::atoi(argv[++i]));
+      options.iterations = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--inputs" && i + 1 < argc) {
+      options.inputs = argv[++i];
+    } else if (arg == "--outputs" && i + 1 < argc) {
+      options.outputs = argv[++i];
     } else if (!arg.empty() && arg[0] != '-') {
       wanted.push_back(arg);
     } else {
-      std::fprintf(stderr, "usage: bench_shims --list | --module PATH [--iterations N] [CASE...]\n");
+      std::fprintf(stderr,
+                   "usage: bench_shims --list | --module PATH [--iterations N] [--inputs DIR] [--outputs DIR] "
+                   "[CASE...]\n");
       return 2;
     }
   }
@@ -484,6 +632,10 @@ int main(int argc, char** argv) {
   api.empty_strided = module.get<decltype(api.empty_strided)>("aoti_torch_empty_strided");
   api.delete_tensor = module.get<decltype(api.delete_tensor)>("aoti_torch_delete_tensor_object");
   api.data_ptr = module.get<decltype(api.data_ptr)>("aoti_torch_get_data_ptr");
+  api.dim = module.get<decltype(api.dim)>("aoti_torch_get_dim");
+  api.sizes = module.get<decltype(api.sizes)>("aoti_torch_get_sizes");
+  api.strides = module.get<decltype(api.strides)>("aoti_torch_get_strides");
+  api.dtype = module.get<decltype(api.dtype)>("aoti_torch_get_dtype");
   api.memcpy = module.get<decltype(api.memcpy)>("cudaMemcpy");
   api.event_create = module.get<decltype(api.event_create)>("cudaEventCreate");
   api.event_record = module.get<decltype(api.event_record)>("cudaEventRecord");
@@ -494,13 +646,14 @@ int main(int argc, char** argv) {
   for (Case& one : all) {
     if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), one.name) == wanted.end()) continue;
     std::string error;
-    double us = time_case(module, api, one, iterations, error);
-    if (us < 0) {
+    Timing timing;
+    if (!time_case(module, api, one, options, timing, error)) {
       ++failures;
       std::printf("{\"case\": \"%s\", \"shim\": \"%s\", \"error\": \"%s\"}\n", one.name.c_str(), one.shim.c_str(),
                   error.c_str());
     } else {
-      std::printf("{\"case\": \"%s\", \"shim\": \"%s\", \"us\": %.3f}\n", one.name.c_str(), one.shim.c_str(), us);
+      std::printf("{\"case\": \"%s\", \"shim\": \"%s\", \"us\": %.3f, \"host_us\": %.3f, \"outputs\": %s}\n",
+                  one.name.c_str(), one.shim.c_str(), timing.us, timing.host_us, timing.outputs.c_str());
     }
     std::fflush(stdout);
   }

@@ -11,9 +11,17 @@ or dispatch). Columns, microseconds per call:
 
   ptbundle      the shim through the C ABI an AOTInductor library calls
   eager         torch's op, called from Python
+  ptb host      the host's share of ptbundle's call (issuing it); near
+                ptbundle: the shim is bound by host work, not the GPU
   eager kernel  torch's op replayed from a CUDA graph (none: not capturable)
   eager/ptb     above 1: the shim is faster than eager's call
   kernel/ptb    above 1: the shim is faster than eager's kernels alone
+  check         the shim's outputs against PyTorch's on the same inputs
+                (written here, read by bench_shims): the largest difference
+                relative to the largest reference value, within 1e-4 for
+                float32 and 2e-2 for 16-bit floats; integers exactly; the
+                samplers by range and moments. The exit status is 1 when a
+                check fails.
 
 TF32 is off on both sides, as the shims compute float32 by default.
 
@@ -23,8 +31,10 @@ TF32 is off on both sides, as the shims compute float32 by default.
 import argparse
 import json
 import statistics
+import os
 import subprocess
 import sys
+import tempfile
 
 import torch
 
@@ -74,7 +84,81 @@ def reads_back(case):
 
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
-          "bool": torch.bool}
+          "bool": torch.bool, "float16": torch.float16, "float64": torch.float64, "uint8": torch.uint8}
+
+# PyTorch's results that are compared, by shim: the attention entry points
+# also return the log-sum-exp (whose padding ATen leaves unspecified) and
+# philox state, of which inference reads only the output.
+COMPARED = {"_scaled_dot_product_efficient_attention": 1, "_scaled_dot_product_flash_attention": 1,
+            "_scaled_dot_product_cudnn_attention": 1}
+
+
+def write_raw(tensor, path):
+    tensor.detach().cpu().contiguous().flatten().view(torch.uint8).numpy().tofile(path)
+
+
+def read_output(spec):
+    """One of bench_shims' outputs as a tensor with its sizes and strides."""
+    dtype = DTYPES[spec["dtype"]]
+    raw = torch.from_file(spec["file"], size=os.path.getsize(spec["file"]), dtype=torch.uint8) \
+        if os.path.getsize(spec["file"]) else torch.empty(0, dtype=torch.uint8)
+    flat = raw.view(dtype)
+    return torch.as_strided(flat, spec["sizes"], spec["strides"]) if flat.numel() else torch.empty(spec["sizes"], dtype=dtype)
+
+
+def as_list(result):
+    if isinstance(result, torch.Tensor):
+        return [result]
+    if isinstance(result, (tuple, list)):
+        return [r for r in result if isinstance(r, torch.Tensor)]
+    return [torch.tensor(result, dtype=torch.float32)]  # .item()'s number
+
+
+def check_sampler(case, ours):
+    """A sampler's output by its range and moments: its values are its own."""
+    out = ours[0].double()
+    if not torch.isfinite(out).all():
+        return "FAIL not finite"
+    mean, std = out.mean().item(), out.std().item()
+    if case["shim"] == "randint_low_out":
+        ok = out.min() >= 0 and out.max() < 100 and abs(mean - 49.5) < 2
+    elif case["shim"] == "rand":
+        ok = out.min() >= 0 and out.max() < 1 and abs(mean - 0.5) < 0.02
+    else:
+        ok = abs(mean) < 0.05 and abs(std - 1) < 0.05
+    return f"{'ok' if ok else 'FAIL'} mean {mean:.3g} std {std:.3g}"
+
+
+def check(case, eager_result, row):
+    """'ok ...', 'FAIL ...' or '-' (nothing to compare)."""
+    specs = row.get("outputs")
+    if not specs:
+        return "-"
+    ours = [None if spec is None else read_output(spec) for spec in specs]
+    if case["shim"] in ("rand", "randn", "randint_low_out"):
+        return check_sampler(case, ours)
+    theirs = as_list(eager_result)[:COMPARED.get(case["shim"], len(specs))]
+    worst = 0.0
+    for j, ref in enumerate(theirs):
+        mine = ours[j] if j < len(ours) else None
+        if mine is None:
+            return f"FAIL output {j} missing"
+        ref = ref.detach().cpu()
+        if list(mine.shape) != list(ref.shape) or mine.dtype != ref.dtype:
+            return f"FAIL output {j}: {mine.dtype} {list(mine.shape)}, expected {ref.dtype} {list(ref.shape)}"
+        if not ref.is_floating_point():
+            if not torch.equal(mine, ref):
+                return f"FAIL output {j}: {int((mine != ref).sum())} of {ref.numel()} differ"
+            continue
+        if ref.numel() == 0:
+            continue
+        diff = (mine.double() - ref.double()).abs().max().item()
+        scale = max(ref.double().abs().max().item(), 1e-30)
+        limit = 1e-4 if ref.dtype in (torch.float32, torch.float64) else 2e-2
+        if not diff / scale <= limit:
+            return f"FAIL output {j}: {diff / scale:.2e} > {limit:g}"
+        worst = max(worst, diff / scale)
+    return f"ok {worst:.1e}"
 
 
 def make_input(spec):
@@ -147,40 +231,47 @@ def main():
     missing = [c["case"] for c in cases if c["shim"] not in EAGER]
     if missing:
         sys.exit(f"bench_shims.py: no PyTorch call for {', '.join(missing)}")
-    ran = subprocess.run([args.bench, "--module", args.module, "--iterations", str(args.iterations)] +
-                         [c["case"] for c in cases], capture_output=True, text=True)
+    # Every input first: PyTorch's generator is not used again once a graph
+    # has been captured. Both sides read the same inputs.
+    torch.manual_seed(0)
+    inputs = {case["case"]: [make_input(spec) for spec in case["inputs"]] for case in cases}
+    folder = tempfile.mkdtemp(prefix="bench_shims.")
+    for case in cases:
+        for i, tensor in enumerate(inputs[case["case"]]):
+            write_raw(tensor, os.path.join(folder, f"{case['case']}.in{i}.bin"))
+    ran = subprocess.run([args.bench, "--module", args.module, "--iterations", str(args.iterations), "--inputs", folder,
+                          "--outputs", folder] + [c["case"] for c in cases], capture_output=True, text=True)
     sys.stderr.write(ran.stderr)
     sys.stderr.write(ran.stdout)  # the raw rows, kept if PyTorch fails below
     ours = {}
     for line in ran.stdout.splitlines():
         row = json.loads(line)
         ours[row["case"]] = row
-    # Every input first: PyTorch's generator is not used again once a graph
-    # has been captured.
-    torch.manual_seed(0)
-    inputs = {case["case"]: [make_input(spec) for spec in case["inputs"]] for case in cases}
     rows = []
+    failed = False
     for case in cases:
         tensors = inputs[case["case"]]
         call = lambda: EAGER[case["shim"]](tensors, case["params"])  # noqa: E731
+        row = ours.get(case["case"], {})
         try:
+            verdict = check(case, call(), row)
             eager = time_blocks(call, args.iterations)
         except Exception as error:
             print(f"bench_shims: {case['case']}: eager: {error}", file=sys.stderr)
-            eager = None
+            eager, verdict = None, "-"
         graph = None if eager is None or reads_back(case) else eager_graph(call, args.iterations)
-        row = ours.get(case["case"], {})
         mine = row.get("us")
-        rows.append([case["case"], case["shim"], cell(mine), cell(eager), cell(graph), ratio(eager, mine),
-                     ratio(graph, mine), row.get("error", "")])
-    header = ["case", "shim", "ptbundle", "eager", "eager kernel", "eager/ptb", "kernel/ptb", ""]
+        failed = failed or "error" in row or verdict.startswith("FAIL")
+        rows.append([case["case"], case["shim"], cell(mine), cell(row.get("host_us")), cell(eager), cell(graph),
+                     ratio(eager, mine), ratio(graph, mine), verdict, row.get("error", "")])
+    header = ["case", "shim", "ptbundle", "ptb host", "eager", "eager kernel", "eager/ptb", "kernel/ptb", "check", ""]
     print(f"# {torch.cuda.get_device_name()}, PyTorch {torch.__version__}, us per call, "
           f"median of 7 blocks of {args.iterations}")
     print("| " + " | ".join(header[:-1]) + " |")
     print("|" + " --- |" * (len(header) - 1))
     for row in rows:
         print("| " + " | ".join(row[:-1]) + " |" + (f" {row[-1]}" if row[-1] else ""))
-    return 0 if all(not row[-1] for row in rows) else 1
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -182,8 +182,15 @@ TEST_CASE("built-in index shims: int4 weight-only mm checks the packed layout, g
   Host x_float(f_data, {2, 64}, ScalarType::Float);
   std::vector<int32_t> bad_w_data(2 * 3 * 32);
   Host bad_w(bad_w_data, {2, 3, 32, 1}, ScalarType::Int);
+  std::vector<uint16_t> x96_data(2 * 96);
+  Host x96(x96_data, {2, 96}, ScalarType::BFloat16);
+  std::vector<int32_t> six_tiles_data(2 * 1 * 32 * 3);
+  Host six_tiles(six_tiles_data, {2, 1, 32, 3}, ScalarType::Int);
+  std::vector<uint16_t> s96_data(3 * 16 * 2);
+  Host s96(s96_data, {3, 16, 2}, ScalarType::BFloat16);
   AtenTensorHandle out = nullptr;
   CHECK(aoti_torch_cuda__weight_int4pack_mm(x_float.h, w.h, 32, s.h, &out) == kShimFailure);  // float32 x
+  CHECK(aoti_torch_cuda__weight_int4pack_mm(x96.h, six_tiles.h, 32, s96.h, &out) == kShimFailure);  // 6 inner tiles
   CHECK(aoti_torch_cuda__weight_int4pack_mm(x.h, bad_w.h, 32, s.h, &out) == kShimFailure);    // k = 96 packed
   CHECK(aoti_torch_cuda__weight_int4pack_mm(x.h, w.h, 48, s.h, &out) == kShimFailure);        // group 48
   CHECK(aoti_torch_cuda__weight_int4pack_mm(x.h, w.h, 64, s.h, &out) == kShimFailure);        // scales for 32

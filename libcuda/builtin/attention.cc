@@ -76,21 +76,26 @@ std::vector<int64_t> heads_inside(int64_t b, int64_t h, int64_t l, int64_t e) {
   return {l * h * e, e, h * e, 1};
 }
 
-// A [B, H, L, E] operand as [B*H, L, E] for batched products: a view where
-// its batch and head strides make one uniform stride, else a copy.
-Result<Tensor> as_batched(const Tensor& t) {
+// A [B, H, L, E] tensor seen as [B*H, L, E] for batched products, where its
+// batch and head strides make one uniform stride and a matrix stride is 1.
+std::optional<Tensor> batched_view(const Tensor& t) {
   const int64_t B = t.sizes[0], H = t.sizes[1], L = t.sizes[2], E = t.sizes[3];
   const bool uniform = B == 1 || H == 1 || t.strides[0] == H * t.strides[1];
   const bool inner = t.strides[3] == 1 || E == 1 || t.strides[2] == 1 || L == 1;
+  if (!uniform || !inner) return std::nullopt;
   Tensor view = t;
-  if (uniform && inner) {
-    view.sizes = {B * H, L, E};
-    view.strides = {H == 1 ? t.strides[0] : t.strides[1], t.strides[2], t.strides[3]};
-    return view;
-  }
+  view.sizes = {B * H, L, E};
+  view.strides = {H == 1 ? t.strides[0] : t.strides[1], t.strides[2], t.strides[3]};
+  return view;
+}
+
+// An operand as [B*H, L, E]: the view above, else a contiguous copy.
+Result<Tensor> as_batched(const Tensor& t) {
+  if (auto view = batched_view(t)) return *view;
   PTB_TRY(Tensor packed, new_gpu(t.sizes, contiguous_strides(t.sizes), t.dtype, t.storage->device_index));
   if (std::string why = copy_elements(packed, t); !why.empty()) return invalid(why);
-  packed.sizes = {B * H, L, E};
+  const int64_t L = t.sizes[2], E = t.sizes[3];
+  packed.sizes = {t.sizes[0] * t.sizes[1], L, E};
   packed.strides = {L * E, E, 1};
   return packed;
 }
@@ -162,7 +167,16 @@ Status attend(const AttentionRequest& r, const Tensor& out, float* lse, const in
   PTB_TRY(Tensor kb, as_batched(*r.k));
   PTB_TRY(Tensor vb, as_batched(*r.v));
   const int32_t p_dtype = q.dtype;  // P multiplies V in V's dtype
-  PTB_TRY(Tensor ob, new_gpu({B * H, Lq, Ev}, {Lq * Ev, Ev, 1}, q.dtype, device));
+  // P V goes straight into `out` where cuBLASLt can write it as a batch (the
+  // layouts the entry points give it for one batch, or heads outermost);
+  // else into a packed batch copied over at the end.
+  std::optional<Tensor> direct = batched_view(out);
+  Tensor ob;
+  if (direct) {
+    ob = *direct;
+  } else {
+    PTB_TRY(ob, new_gpu({B * H, Lq, Ev}, {Lq * Ev, Ev, 1}, q.dtype, device));
+  }
 
   kernels::AttentionRows rows;
   rows.heads = H;
@@ -208,6 +222,7 @@ Status attend(const AttentionRequest& r, const Tensor& out, float* lse, const in
     if (code != cudaSuccess) return invalid(cudaGetErrorString(code));
     PTB_CHECK(matmul(rows_of(ob, first, count), probabilities, rows_of(vb, first, count), 1.0, 0.0));
   }
+  if (direct) return {};
   Tensor result = ob;
   result.sizes = {B, H, Lq, Ev};
   result.strides = {H * Lq * Ev, Lq * Ev, Ev, 1};
@@ -246,7 +261,8 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
   const int64_t lse_columns = compute_log_sumexp ? (Lq + 31) / 32 * 32 : 0;
   auto lse = new_gpu({B, H, lse_columns}, {H * lse_columns, lse_columns, 1}, ScalarType::Float, device);
   if (!lse.ok()) return fail(function, lse.error().message);
-  if (lse_columns > 0) cudaMemsetAsync(lse->data(), 0, static_cast<size_t>(B * H * lse_columns) * 4, stream_for(q));
+  // Only the padding past Lq is left for the softmax to skip.
+  if (lse_columns > Lq) cudaMemsetAsync(lse->data(), 0, static_cast<size_t>(B * H * lse_columns) * 4, stream_for(q));
   const int64_t lse_strides[3] = {H * lse_columns, lse_columns, 1};
   Status done = attend(r, *out, lse_columns ? static_cast<float*>(lse->data()) : nullptr, lse_strides);
   if (!done.ok()) return finish(function, done);

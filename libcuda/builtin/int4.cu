@@ -1,10 +1,18 @@
 // Weight-only int4 matrix product: _weight_int4pack_mm, what torchao's
 // int4 weight-only Linear compiles to. The weights are in the layout
 // _convert_weight_to_int4pack gives them for the tensor cores (tinygemm's):
-// [n/8, k/(tiles*16), 32, tiles/2] int32, eight 4-bit values a word, the
-// positions below. Each warp computes one output element, dequantizing as
-// it goes (w = (q - 8) * scale + zero, per group of k), accumulating in
-// float32 as ATen does.
+// [n/8, k/(tiles*16), 32, tiles/2] int32, eight 4-bit values a word. Word
+// (nb, outer, lane, pair) holds the weights of column nb*8 + lane/4 at
+// k = (outer*tiles + 2*pair + second)*16 + (lane%4 + 4*high)*2 + parity, the
+// nibble at bit parity*16 + (second*2 + high)*4. Dequantized as ATen does:
+// w = (q - 8) * scale + zero, per group of k; accumulated in float32.
+//
+// A block owns 8 columns (one n-block) and up to kRows rows of x, so each
+// packed word is read once per row tile instead of once per output: lane l
+// of a warp reads the words lane l of the layout holds, which are all its own
+// column's. The block's warps split k by outer tile; x for the tiles in flight
+// is staged in shared memory as float32, and the warps' partial sums meet in
+// shared memory at the end.
 #include <cuda_bf16.h>
 
 #include "shim_support.h"
@@ -14,53 +22,109 @@ using namespace ptb::builtin;
 
 namespace {
 
+constexpr int kWarps = 8;
+constexpr int kMaxTileK = 8 * 16;  // tinygemm's inner k tiles are 2, 4 or 8
+
 struct Int4Mm {
   const __nv_bfloat16* x = nullptr;
   int64_t x_row = 0, x_col = 1;  // strides in elements
   const int32_t* weights = nullptr;
   int64_t k_super = 0;            // weights.size(1)
-  int64_t inner_tiles = 0;        // 2 * weights.size(3)
+  int inner_tiles = 0;            // 2 * weights.size(3)
   const __nv_bfloat16* scales = nullptr;  // [k/group, n, 2], strides below
   int64_t scale_strides[3] = {};
   int64_t m = 0, n = 0, k = 0, group = 0;
   __nv_bfloat16* out = nullptr;   // [m, n], contiguous
 };
 
-// The 4-bit value of weight (n, k) in the packed words.
-__device__ int quantized(const Int4Mm& p, int64_t n, int64_t k) {
-  const int64_t tile = k / 16, outer = tile / p.inner_tiles, inner = tile % p.inner_tiles;
-  const int64_t pair = inner / 2, second = inner % 2;
-  const int64_t lane_k = (k % 16) / 2;
-  const int64_t thread = (n % 8) * 4 + lane_k % 4;
-  const int64_t slot = second * 2 + (lane_k >= 4 ? 1 : 0);
-  const int64_t word = (((n / 8) * p.k_super + outer) * 32 + thread) * (p.inner_tiles / 2) + pair;
-  const int shift = static_cast<int>((k % 2 == 0 ? 0 : 16) + slot * 4);
-  return (static_cast<uint32_t>(p.weights[word]) >> shift) & 0xf;
+template <int kRows>
+__global__ void __launch_bounds__(kWarps * 32) int4_mm(Int4Mm p) {
+  __shared__ __align__(16) float staged[kRows * kWarps * kMaxTileK];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t nb = blockIdx.x;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kRows;
+  const int64_t column = nb * 8 + lane / 4;
+  const int tile_k = p.inner_tiles * 16, pairs = p.inner_tiles / 2;
+  constexpr int pitch = kWarps * kMaxTileK;  // floats per staged row
+  float acc[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = 0;
+
+  for (int64_t base = 0; base < p.k_super; base += kWarps) {
+    const int64_t left = p.k_super - base;
+    const int tiles_now = left < kWarps ? static_cast<int>(left) : kWarps;
+    const int span = tiles_now * tile_k;
+    const int64_t k0 = base * tile_k;
+    __syncthreads();  // the last round's reads of `staged` are done
+    for (int i = threadIdx.x; i < kRows * span; i += blockDim.x) {
+      const int r = i / span, c = i - r * span;
+      const int64_t row = m0 + r;
+      staged[r * pitch + c] = row < p.m ? __bfloat162float(p.x[row * p.x_row + (k0 + c) * p.x_col]) : 0.f;
+    }
+    __syncthreads();
+    if (warp >= tiles_now) continue;
+    const int64_t outer = base + warp;
+    const int32_t* words = p.weights + ((nb * p.k_super + outer) * 32 + lane) * pairs;
+    const float* xs = staged + warp * tile_k + (lane % 4) * 2;
+    for (int pair = 0; pair < pairs; ++pair) {
+      const uint32_t word = static_cast<uint32_t>(__ldg(words + pair));
+#pragma unroll
+      for (int second = 0; second < 2; ++second) {
+        const int tile = 2 * pair + second;
+        const int64_t g = ((outer * p.inner_tiles + tile) * 16) / p.group;
+        const __nv_bfloat16* sz = p.scales + g * p.scale_strides[0] + column * p.scale_strides[1];
+        const float scale = __bfloat162float(sz[0]);
+        const float zero = __bfloat162float(sz[p.scale_strides[2]]) - 8.f * scale;
+#pragma unroll
+        for (int high = 0; high < 2; ++high) {
+          const int shift = (second * 2 + high) * 4;
+          const float w0 = static_cast<float>((word >> shift) & 0xfu) * scale + zero;
+          const float w1 = static_cast<float>((word >> (16 + shift)) & 0xfu) * scale + zero;
+          const int at = tile * 16 + high * 8;
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) {
+            const float2 pair_x = *reinterpret_cast<const float2*>(xs + r * pitch + at);
+            acc[r] = fmaf(pair_x.x, w0, acc[r]);
+            acc[r] = fmaf(pair_x.y, w1, acc[r]);
+          }
+        }
+      }
+    }
+  }
+  // The four lanes of a column hold its k in quarters; then the warps'
+  // shares meet in shared memory.
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], 1);
+    acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], 2);
+  }
+  __syncthreads();
+  float* partial = staged;  // [kWarps][kRows][8]
+  if (lane % 4 == 0) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) partial[(warp * kRows + r) * 8 + lane / 4] = acc[r];
+  }
+  __syncthreads();
+  if (threadIdx.x < kRows * 8) {
+    const int r = threadIdx.x / 8, c = threadIdx.x % 8;
+    float sum = 0;
+    for (int w = 0; w < kWarps; ++w) sum += partial[(w * kRows + r) * 8 + c];
+    const int64_t row = m0 + r;
+    if (row < p.m) p.out[row * p.n + nb * 8 + c] = __float2bfloat16_rn(sum);
+  }
 }
 
-__global__ void int4_mm(Int4Mm p) {
-  const int warps = blockDim.x / 32;
-  const int64_t n = static_cast<int64_t>(blockIdx.x) * warps + threadIdx.x / 32;
-  const int64_t m = blockIdx.y;
-  const int lane = threadIdx.x % 32;
-  if (n >= p.n || m >= p.m) return;
-  float sum = 0;
-  for (int64_t k = lane; k < p.k; k += 32) {
-    const int64_t g = k / p.group;
-    const float scale = __bfloat162float(p.scales[g * p.scale_strides[0] + n * p.scale_strides[1]]);
-    const float zero = __bfloat162float(p.scales[g * p.scale_strides[0] + n * p.scale_strides[1] + p.scale_strides[2]]);
-    const float w = static_cast<float>(quantized(p, n, k) - 8) * scale + zero;
-    sum += __bfloat162float(p.x[m * p.x_row + k * p.x_col]) * w;
-  }
-  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
-  if (lane == 0) p.out[m * p.n + n] = __float2bfloat16_rn(sum);
+template <int kRows>
+void launch(const Int4Mm& p, cudaStream_t stream) {
+  dim3 grid(static_cast<unsigned>(p.n / 8), static_cast<unsigned>((p.m + kRows - 1) / kRows));
+  int4_mm<kRows><<<grid, kWarps * 32, 0, stream>>>(p);
 }
 
 std::string check(const Tensor& x, const Tensor& weights, int64_t group, const Tensor& scales) {
   if (x.dtype != ScalarType::BFloat16 || x.sizes.size() != 2) return "self " + tensor_text(x) + "; expected bfloat16 [m, k]";
   if (weights.dtype != ScalarType::Int || weights.sizes.size() != 4 || !weights.is_contiguous() ||
-      weights.sizes[2] != 32 || weights.sizes[3] < 1) {
-    return "mat2 " + tensor_text(weights) + "; expected contiguous int32 [n/8, k/(tiles*16), 32, tiles/2] from _convert_weight_to_int4pack";
+      weights.sizes[2] != 32 || (weights.sizes[3] != 1 && weights.sizes[3] != 2 && weights.sizes[3] != 4)) {
+    return "mat2 " + tensor_text(weights) + "; expected contiguous int32 [n/8, k/(tiles*16), 32, tiles/2], tiles 2, 4 or 8, from _convert_weight_to_int4pack";
   }
   const int64_t k = x.sizes[1], n = weights.sizes[0] * 8, tiles = weights.sizes[3] * 2;
   if (weights.sizes[1] * tiles * 16 != k) return "mat2 " + tensor_text(weights) + " does not hold k = " + std::to_string(k);
@@ -98,10 +162,10 @@ AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHandle self, AtenTe
   p.n = weights.sizes[0] * 8;
   p.group = qGroupSize;
   p.k_super = weights.sizes[1];
-  p.inner_tiles = weights.sizes[3] * 2;
+  p.inner_tiles = static_cast<int>(weights.sizes[3] * 2);
+  if ((p.m + 7) / 8 > 65535) return fail(function, "self has " + std::to_string(p.m) + " rows; at most 524280 here");
   auto out = empty_cuda({p.m, p.n}, ScalarType::BFloat16, x.storage->device_index, why);
   if (!out) return fail(function, why);
-  if (p.m > 65535) return fail(function, "self has " + std::to_string(p.m) + " rows; at most 65535 here");
   p.x = static_cast<const __nv_bfloat16*>(x.data());
   p.x_row = x.strides[0];
   p.x_col = x.strides[1];
@@ -110,9 +174,13 @@ AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHandle self, AtenTe
   for (int d = 0; d < 3; ++d) p.scale_strides[d] = scales.strides[d];
   p.out = static_cast<__nv_bfloat16*>(out->data());
   if (p.m > 0 && p.n > 0) {
-    constexpr int kWarps = 4;
-    dim3 grid(static_cast<unsigned>((p.n + kWarps - 1) / kWarps), static_cast<unsigned>(p.m));
-    int4_mm<<<grid, kWarps * 32, 0, stream_for(x)>>>(p);
+    // The row tile that wastes no rows for a token or two, and reads the
+    // weights once per 8 rows for more.
+    const cudaStream_t stream = stream_for(x);
+    if (p.m == 1) launch<1>(p, stream);
+    else if (p.m == 2) launch<2>(p, stream);
+    else if (p.m <= 4) launch<4>(p, stream);
+    else launch<8>(p, stream);
     if (check_launch(function) != kShimSuccess) return kShimFailure;
   }
   return hand_to_library(function, std::move(*out), ret0);

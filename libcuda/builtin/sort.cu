@@ -4,11 +4,19 @@
 // values (stable: equal keys keep their order, as ATen's stable sort), and
 // the first k of each row copied into outputs of ATen's shapes. NaN sorts
 // above every number (radix order of the bits), as in ATen.
+//
+// Two paths skip the segmented sort and its copies, in the same order (equal
+// keys: the lower index first): a topk of k <= kWarpTopK (a mixture-of-
+// experts router's top-1 to top-8) selects in registers, one warp per row;
+// rows of up to kBlockSortRow elements sort in shared memory, one block per
+// row (a bitonic network over (key, index) pairs, which the index makes a
+// total order, so the result is the stable one).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cub/device/device_segmented_sort.cuh>
 
+#include "element_access.cuh"
 #include "shim_support.h"
 
 using namespace ptb;
@@ -117,6 +125,137 @@ cudaError_t sort_bits(const void* keys_in, int32_t dtype, bool descending, void*
   return run(temp->data, temp_bytes);
 }
 
+constexpr int kWarpTopK = 8;
+
+// One candidate of a row: its order key (largest first) and its position;
+// (0, INT64_MAX) is an empty slot, below every element.
+struct Candidate {
+  uint64_t key;
+  int64_t index;
+};
+
+__device__ inline bool before(const Candidate& a, const Candidate& b) {
+  return a.key > b.key || (a.key == b.key && a.index < b.index);
+}
+
+// Each lane keeps the best kWarpTopK of its share of the row, in order; the
+// warp then takes the best head k times. k <= kWarpTopK, so no lane can hold
+// more of the answer than it kept.
+__global__ void warp_topk(kernels::View in, int itemsize, int64_t rows, int k, bool largest, kernels::View values,
+                          kernels::View indices) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
+  const int64_t row = in.sizes[in.dims - 1], step = in.strides[in.dims - 1];
+  const int64_t out_step = values.strides[values.dims - 1];
+  kernels::Layout in_layout, out_layout;
+  in_layout.dims = in.dims;
+  out_layout.dims = values.dims;
+  for (int d = 0; d < in.dims; ++d) {
+    in_layout.sizes[d] = in.sizes[d];
+    in_layout.strides[d] = in.strides[d];
+    out_layout.sizes[d] = values.sizes[d];
+    out_layout.strides[d] = values.strides[d];
+  }
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x / 32) + threadIdx.x / 32; r < rows; r += warps) {
+    const int64_t first = kernels::offset_of(r * row, in_layout);
+    Candidate kept[kWarpTopK];
+#pragma unroll
+    for (int j = 0; j < kWarpTopK; ++j) kept[j] = {0, INT64_MAX};
+    for (int64_t i = lane; i < row; i += 32) {
+      const uint64_t order = ordered_key(in.data, first + i * step, in.dtype);
+      Candidate c{largest ? order : ~order, i};
+#pragma unroll
+      for (int j = 0; j < kWarpTopK; ++j) {
+        if (before(c, kept[j])) {
+          const Candidate t = kept[j];
+          kept[j] = c;
+          c = t;
+        }
+      }
+    }
+    const int64_t out_first = kernels::offset_of(r * k, out_layout);
+    for (int j = 0; j < k; ++j) {
+      Candidate best = kept[0];
+      for (int offset = 16; offset > 0; offset /= 2) {
+        Candidate other{__shfl_xor_sync(0xffffffffu, best.key, offset),
+                        __shfl_xor_sync(0xffffffffu, best.index, offset)};
+        if (before(other, best)) best = other;
+      }
+      if (kept[0].index == best.index) {
+#pragma unroll
+        for (int t = 0; t + 1 < kWarpTopK; ++t) kept[t] = kept[t + 1];
+        kept[kWarpTopK - 1] = {0, INT64_MAX};
+      }
+      if (lane == 0) {
+        const int64_t at = out_first + j * out_step;
+        kernels::store_bits(values.data, at, itemsize, kernels::load_bits(in.data, first + best.index * step, itemsize));
+        static_cast<int64_t*>(indices.data)[at] = best.index;
+      }
+    }
+  }
+}
+
+constexpr int kBlockSortRow = 2048;
+
+// Rows of `in` (its last dim, at most kBlockSortRow long) sorted, the first
+// k of each written to values and indices (same strides) in order.
+__global__ void block_sort(kernels::View in, int itemsize, int64_t rows, int k, bool largest, kernels::View values,
+                           kernels::View indices) {
+  __shared__ uint64_t keys[kBlockSortRow];
+  __shared__ int32_t positions[kBlockSortRow];
+  const int64_t row = in.sizes[in.dims - 1], step = in.strides[in.dims - 1];
+  const int64_t out_step = values.strides[values.dims - 1];
+  int width = 1;
+  while (width < row) width *= 2;
+  kernels::Layout in_layout, out_layout;
+  in_layout.dims = in.dims;
+  out_layout.dims = values.dims;
+  for (int d = 0; d < in.dims; ++d) {
+    in_layout.sizes[d] = in.sizes[d];
+    in_layout.strides[d] = in.strides[d];
+    out_layout.sizes[d] = values.sizes[d];
+    out_layout.strides[d] = values.strides[d];
+  }
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t first = kernels::offset_of(r * row, in_layout);
+    __syncthreads();  // the last row's reads of the shared arrays are done
+    for (int i = threadIdx.x; i < width; i += blockDim.x) {
+      if (i < row) {
+        const uint64_t order = ordered_key(in.data, first + i * step, in.dtype);
+        keys[i] = largest ? order : ~order;
+        positions[i] = i;
+      } else {
+        keys[i] = 0;
+        positions[i] = INT32_MAX;  // below every element
+      }
+    }
+    __syncthreads();
+    for (int size = 2; size <= width; size *= 2) {
+      for (int stride = size / 2; stride > 0; stride /= 2) {
+        for (int i = threadIdx.x; i < width; i += blockDim.x) {
+          const int j = i ^ stride;
+          if (j <= i) continue;
+          const Candidate a{keys[i], positions[i]}, b{keys[j], positions[j]};
+          // Ascending runs put the best first; the network's descending runs the reverse.
+          if ((i & size) == 0 ? before(b, a) : before(a, b)) {
+            keys[i] = b.key;
+            positions[i] = static_cast<int32_t>(b.index);
+            keys[j] = a.key;
+            positions[j] = static_cast<int32_t>(a.index);
+          }
+        }
+        __syncthreads();
+      }
+    }
+    const int64_t out_first = kernels::offset_of(r * k, out_layout);
+    for (int j = threadIdx.x; j < k; j += blockDim.x) {
+      const int64_t at = out_first + j * out_step, from = positions[j];
+      kernels::store_bits(values.data, at, itemsize, kernels::load_bits(in.data, first + from * step, itemsize));
+      static_cast<int64_t*>(indices.data)[at] = from;
+    }
+  }
+}
+
 bool sortable(int32_t dtype) {
   switch (dtype) {
     case ScalarType::Byte: case ScalarType::Bool: case ScalarType::Char: case ScalarType::Short:
@@ -176,8 +315,25 @@ std::string sort_rows(const Tensor& given, int64_t dim_arg, bool descending, std
   auto indices = empty_cuda(out_sizes, ScalarType::Long, device, why);
   if (!indices) return why;
   const int64_t count = self.numel();
-  if (count > 0 && kept > 0) {
-    const int64_t rows = count / row;
+  kernels::View in_rows, value_rows, index_rows;
+  const bool viewed = kernel_view(dim_last(self, dim), in_rows) && kernel_view(dim_last(*values, dim), value_rows) &&
+                      kernel_view(dim_last(*indices, dim), index_rows);
+  const int64_t rows = row > 0 ? count / row : 0;
+  const int itemsize = static_cast<int>(self.itemsize());
+  if (count > 0 && kept > 0 && viewed && keep && kept <= kWarpTopK) {
+    constexpr int kRowsPerBlock = kThreads / 32;
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, 1 << 20));
+    warp_topk<<<blocks, kThreads, 0, stream_for(self)>>>(in_rows, itemsize, rows, static_cast<int>(kept), descending,
+                                                         value_rows, index_rows);
+    if (cudaError_t code = cudaGetLastError(); code != cudaSuccess) return cuda_text(code);
+  } else if (count > 0 && kept > 0 && viewed && row <= kBlockSortRow) {
+    int threads = 32;
+    while (threads < 1024 && threads * 2 < row) threads *= 2;  // half the padded row: one pair each
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(rows, 1 << 20));
+    block_sort<<<blocks, threads, 0, stream_for(self)>>>(in_rows, itemsize, rows, static_cast<int>(kept), descending,
+                                                         value_rows, index_rows);
+    if (cudaError_t code = cudaGetLastError(); code != cudaSuccess) return cuda_text(code);
+  } else if (count > 0 && kept > 0) {
     const Tensor in_view = dim_last(self, dim);
     auto keys_in = empty_cuda(in_view.sizes, self.dtype, device, why);
     auto keys_out = keys_in ? empty_cuda(in_view.sizes, self.dtype, device, why) : std::nullopt;
