@@ -81,11 +81,11 @@ inline void write_zip(const fs::path& path, const std::vector<ZipEntry>& entries
   REQUIRE(zip_close(zip) == 0);
 }
 
-// The entries of the real mlp_et.pt2, with `change` applied.
-inline std::vector<ZipEntry> mlp_entries() {
+// The entries of a real package, as they are.
+inline std::vector<ZipEntry> zip_entries(const fs::path& package) {
   std::vector<ZipEntry> out;
   int error = 0;
-  zip_t* zip = zip_open(ptb::test::fixture("aoti/mlp_et.pt2").c_str(), ZIP_RDONLY, &error);
+  zip_t* zip = zip_open(package.c_str(), ZIP_RDONLY, &error);
   REQUIRE(zip);
   for (zip_int64_t i = 0; i < zip_get_num_entries(zip, 0); ++i) {
     zip_stat_t st;
@@ -99,6 +99,9 @@ inline std::vector<ZipEntry> mlp_entries() {
   zip_discard(zip);
   return out;
 }
+
+// The entries of the real mlp_et.pt2.
+inline std::vector<ZipEntry> mlp_entries() { return zip_entries(ptb::test::fixture("aoti/mlp_et.pt2")); }
 
 inline ZipEntry* entry_ending(std::vector<ZipEntry>& entries, const std::string& suffix) {
   for (auto& entry : entries)

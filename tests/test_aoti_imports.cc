@@ -10,6 +10,7 @@
 #include "ptbundle/kernels/aoti_shims.h"
 #include "ptbundle/cuda/run_part.h"
 #include "ptbundle/kernels/elf_imports.h"
+#include "pt2_zip.h"
 #include "support.h"
 
 using namespace ptb;
@@ -163,4 +164,51 @@ TEST_CASE("aoti imports: the ptbundle binary links neither LibTorch nor a CUDA r
   }
   CHECK_FALSE(symbols->imports("cudaMalloc"));
   CHECK_FALSE(has(symbols->defined, "aoti_torch_empty_strided"));
+}
+
+TEST_CASE("aoti imports: verify --gpu fails a package or bundle whose library imports a shim this build lacks") {
+  // PyTorch's own weightless package (sm_90 kernels, link_libtorch=False),
+  // its library's import of aoti_torch_empty_strided renamed in place to
+  // aoti_torch_cuda__fft_r2c (same length): kernels that run on sm_90, in a
+  // library the built-in runtime cannot serve. Found on a machine without
+  // a GPU, as run would find it on one.
+  if (RuntimeAvailability{}.libtorch) {
+    ptb::test::skip("this build has a LibTorch runtime, which serves any import");
+    return;
+  }
+  const auto here = ptb::test::fs::path(__FILE__).parent_path() / "packages";
+  if (!ptb::test::fs::exists(here / "weightless.pt2")) {
+    ptb::test::skip("tests/packages/weightless.pt2 is absent");
+    return;
+  }
+  std::vector<ptb::test::ZipEntry> entries = ptb::test::zip_entries(here / "weightless.pt2");
+  std::string& library = ptb::test::entry_ending(entries, ".wrapper.so")->bytes;
+  size_t renamed = 0;
+  for (size_t at = library.find("aoti_torch_empty_strided"); at != std::string::npos;
+       at = library.find("aoti_torch_empty_strided", at + 1), ++renamed) {
+    library.replace(at, 24, "aoti_torch_cuda__fft_r2c");
+  }
+  REQUIRE(renamed >= 1);
+  ptb::test::TempDir dir;
+  const ptb::test::fs::path package = dir / "lacking.pt2";
+  ptb::test::write_zip(package, entries);
+
+  auto direct = ptb::test::run_cli("verify " + ptb::test::quote(package) + " --gpu sm_90");
+  CHECK(direct.exit_code == 1);
+  CHECK_CONTAINS(direct.out, "this ptbundle cannot run its library");
+  CHECK_CONTAINS(direct.out, "aoti_torch_cuda__fft_r2c");
+
+  const ptb::test::fs::path bundle = dir / "bundle";
+  auto exported = ptb::test::run_cli("export -o " + ptb::test::quote(bundle) + " --part w=" + ptb::test::quote(package) +
+                                     " --example w=" + ptb::test::quote(here / "weightless.in0.npy") + "," +
+                                     ptb::test::quote(here / "weightless.in1.npy") + ":" +
+                                     ptb::test::quote(here / "weightless.out0.npy"));
+  REQUIRE_MESSAGE(exported.exit_code == 0, (exported.out + exported.err));
+  auto verified = ptb::test::run_cli("verify " + ptb::test::quote(bundle) + " --gpu sm_90");
+  CHECK(verified.exit_code == 1);
+  CHECK_CONTAINS(verified.out, "this ptbundle cannot run its library");
+  CHECK_CONTAINS(verified.out, "aoti_torch_cuda__fft_r2c");
+  // The unchanged package verifies on the same GPU.
+  auto original = ptb::test::run_cli("verify " + ptb::test::quote(here / "weightless.pt2") + " --gpu sm_90");
+  CHECK_MESSAGE(original.exit_code == 0, (original.out + original.err));
 }

@@ -153,6 +153,7 @@ std::vector<CudaUnit> package_units(const VerifySubject& subject, CheckList& che
       Library part{"", std::nullopt, {}, false, ""};
       scan_library(part, bytes->bytes(), subject.label + ": " + entry, subject_name, checks);
       if (!part.scanned) library.scanned = false;
+      if (library.unrunnable.empty()) library.unrunnable = part.unrunnable;
       library.images.insert(library.images.end(), part.images.begin(), part.images.end());
     }
     unit.libraries.push_back(std::move(library));
