@@ -8,10 +8,12 @@
 // weight is (what Inductor compiled the rest of the program to expect), else
 // contiguous. Each shape's algorithm is found once and cached for the
 // process: the graph API's engines and the legacy algorithms (cudnnFind*),
-// all measured as ATen's benchmark mode measures them, and for float32
-// channels-last the same convolution computed in NCHW with the copies. The
-// first call of a model runs without a CUDA graph, so no search ever
-// happens in a capture.
+// all measured as ATen's benchmark mode measures them, for float32
+// channels-last the same convolution computed in NCHW with the copies, and
+// for a batch-1 float32 2-d convolution with few output positions the same
+// convolution as im2col and one cuBLASLt GEMM (taken only when faster and
+// when its result agrees with cuDNN's). The first call of a model runs
+// without a CUDA graph, so no search ever happens in a capture.
 #include <cudnn.h>
 
 #include <algorithm>
@@ -25,6 +27,8 @@
 
 #include "cuda_libraries.h"
 #include "cudnn_graph.h"
+#include "gemm.h"
+#include "im2col.h"
 #include "shim_support.h"
 
 namespace ptb::builtin {
@@ -112,6 +116,12 @@ struct ConvPlan {
   // NHWC are slower than its NCHW ones on some shapes by more than the
   // copies cost; the search measures both.
   const ConvPlan* detour = nullptr;
+  // Computed as im2col and one cuBLASLt GEMM instead (gemm_route_shape):
+  // at batch 1, cuDNN's float32 kernels leave most of the GPU idle where
+  // there are few output positions and a long reduction (on an H100,
+  // ResNet18's 512-channel 7x7 convolutions ran at 2 TFLOP/s, issue 20),
+  // which a GEMM splits along k.
+  bool gemm_route = false;
   ~ConvPlan() {
     if (!api) return;
     if (x) api->tensor_destroy(x);
@@ -230,7 +240,7 @@ GraphConvShape graph_shape(const ConvKey& key, cudnnDataType_t type) {
 }
 
 Result<ConvPlan*> plan_for(const Cudnn& api, cudnnHandle_t handle, const ConvKey& key, const Tensor& x, const Tensor& w,
-                           const Tensor& y, cudaStream_t stream);
+                           const Tensor& y, cudaStream_t stream, bool other_routes);
 
 // Float32 forward convolutions whose input is not packed NCHW.
 bool detour_may_help(const ConvKey& key) {
@@ -263,7 +273,7 @@ float mean_ms(cudaStream_t stream, Run run) {
 // The NCHW plan for `key`'s convolution when it, with the copies in and
 // out, beats `direct_ms`; else nullptr (a failure only means no detour).
 const ConvPlan* find_detour(const Cudnn& api, cudnnHandle_t handle, const ConvKey& key, const Tensor& x,
-                            const Tensor& w, const Tensor& y, cudaStream_t stream, float direct_ms) {
+                            const Tensor& w, const Tensor& y, cudaStream_t stream, float direct_ms, float& taken_ms) {
   std::string why;
   auto xn = empty_like(x, why);
   auto wn = empty_like(w, why);
@@ -286,7 +296,7 @@ const ConvPlan* find_detour(const Cudnn& api, cudnnHandle_t handle, const ConvKe
   packed.alignment = {pointer_alignment(xn->data()), pointer_alignment(wn->data()), pointer_alignment(yn->data())};
   // Its own search, on the packed copies (the output's contents are
   // overwritten by the copy back in every call).
-  auto nchw = plan_for(api, handle, packed, *xn, *wn, *yn, stream);
+  auto nchw = plan_for(api, handle, packed, *xn, *wn, *yn, stream, false);
   if (!nchw.ok()) return nullptr;
   const float detour_ms = (*nchw)->milliseconds + in_ms + out_ms;
   // Taken only by a clear margin: the searches' times vary by a few percent
@@ -296,11 +306,141 @@ const ConvPlan* find_detour(const Cudnn& api, cudnnHandle_t handle, const ConvKe
     std::fprintf(stderr, "  detour through NCHW: %.4f ms (copies %.4f + %.4f ms) against %.4f ms: %s\n", detour_ms,
                  in_ms, out_ms, direct_ms, taken ? "taken" : "not taken");
   }
+  if (taken) taken_ms = detour_ms;
   return taken ? *nchw : nullptr;
 }
 
+// The GEMM route's operands for `key`'s convolution: the im2col geometry,
+// the weight as [C_out, K] and the output as [C_out, P] (views, no copy);
+// nullopt where the route does not apply.
+struct GemmRouteShape {
+  Im2col geometry;
+  Tensor weight, out;
+};
+
+// Routes worth a measurement: forward, float32, ungrouped, batch 1, at most
+// this many output positions (beyond, cuDNN's kernels fill the GPU).
+constexpr int64_t kGemmRoutePositions = 1024;
+
+std::optional<GemmRouteShape> gemm_route_shape(const ConvKey& key, const Tensor& w, const Tensor& y) {
+  if (key.transposed || key.dtype != ScalarType::Float || key.groups != 1 || key.x_dims.size() != 4 ||
+      key.x_dims[0] != 1) {
+    return std::nullopt;
+  }
+  const int64_t out_h = key.y_dims[2], out_w = key.y_dims[3], positions = out_h * out_w;
+  if (positions > kGemmRoutePositions) return std::nullopt;
+  // The output's positions one uniform stride apart (NCHW and NHWC are).
+  if (out_h > 1 && key.y_strides[2] != out_w * key.y_strides[3]) return std::nullopt;
+  GemmRouteShape shape;
+  Im2col& g = shape.geometry;
+  if (w.is_contiguous()) {
+    g.channels_inner = false;
+  } else if (w.sizes.size() == 4 && w.strides == channels_last_strides(w.sizes)) {
+    g.channels_inner = true;
+  } else {
+    return std::nullopt;
+  }
+  g.channels = key.x_dims[1];
+  g.height = key.x_dims[2];
+  g.width = key.x_dims[3];
+  g.stride_c = key.x_strides[1];
+  g.stride_h = key.x_strides[2];
+  g.stride_w = key.x_strides[3];
+  g.kernel_h = key.w_dims[2];
+  g.kernel_w = key.w_dims[3];
+  g.step_h = key.stride[0];
+  g.step_w = key.stride[1];
+  g.pad_h = key.pad[0];
+  g.pad_w = key.pad[1];
+  g.dilation_h = key.dilation[0];
+  g.dilation_w = key.dilation[1];
+  g.out_h = out_h;
+  g.out_w = out_w;
+  const int64_t out_channels = key.w_dims[0];
+  shape.weight = w;
+  shape.weight.sizes = {out_channels, g.rows()};
+  shape.weight.strides = {g.rows(), 1};
+  shape.out = y;
+  shape.out.sizes = {out_channels, positions};
+  shape.out.strides = {key.y_strides[1], key.y_strides[3]};
+  return shape;
+}
+
+Status run_gemm_route(const GemmRouteShape& shape, const Tensor& x, cudaStream_t stream) {
+  std::string why;
+  auto columns = empty_cuda({shape.geometry.rows(), shape.geometry.columns()}, ScalarType::Float,
+                            x.storage->device_index, why);
+  if (!columns) return invalid(why);
+  cudaError_t code = kernels::im2col(shape.geometry, static_cast<const float*>(x.data()),
+                                     static_cast<float*>(columns->data()), stream);
+  if (code != cudaSuccess) return invalid(cudaGetErrorString(code));
+  return matmul(shape.out, shape.weight, *columns, 1.0, 0.0);
+}
+
+// A host copy of `t`'s elements, row-major.
+std::vector<float> host_floats(const Tensor& t) {
+  std::string why;
+  Tensor host;
+  host.sizes = t.sizes;
+  host.strides = contiguous_strides(t.sizes);
+  host.dtype = ScalarType::Float;
+  host.storage = allocate(static_cast<uint64_t>(t.numel()) * 4, kDeviceCpu, 0, why);
+  if (!host.storage || !copy_elements(host, t).empty()) return {};
+  const float* data = static_cast<const float*>(host.data());
+  return std::vector<float>(data, data + t.numel());
+}
+
+// Whether the GEMM route beats `chosen_ms` (cuDNN's best, with any detour)
+// by a clear margin and gives cuDNN's result: both are computed here, on
+// the real operands, and compared element by element.
+bool gemm_route_wins(const Cudnn& api, cudnnHandle_t handle, const ConvPlan& plan, const ConvKey& key, const Tensor& x,
+                     const Tensor& w, const Tensor& y, cudaStream_t stream, float chosen_ms) {
+  auto shape = gemm_route_shape(key, w, y);
+  if (!shape) return false;
+  bool ran = true;
+  const float route_ms = mean_ms(stream, [&] { ran = ran && run_gemm_route(*shape, x, stream).ok(); });
+  const bool faster = ran && route_ms >= 0 && route_ms < 0.9f * chosen_ms;
+  if (tracing()) {
+    std::fprintf(stderr, "  GEMM route: %.4f ms against %.4f ms: %s\n", route_ms, chosen_ms,
+                 !ran ? "failed" : faster ? "faster" : "not faster");
+  }
+  if (!faster) return false;
+  // cuDNN's own plan into a second output of the same layout.
+  std::string why;
+  Tensor reference = y;
+  reference.storage_offset = 0;
+  auto elements = storage_elements_needed(y.sizes, y.strides, 0);
+  if (!elements) return false;
+  reference.storage = allocate(*elements * 4, kDeviceCuda, y.storage->device_index, why);
+  if (!reference.storage) return false;
+  void* work = plan.workspace ? workspace(key.device, stream, plan.workspace) : nullptr;
+  if (plan.workspace && !work) return false;
+  const float one = 1, zero = 0;
+  cudnnStatus_t status = plan.graph ? plan.graph->run(handle, x.data(), w.data(), reference.data(), work)
+                                    : api.forward(handle, &one, plan.x, x.data(), plan.w, w.data(), plan.conv,
+                                                  plan.forward_algo, work, plan.workspace, &zero, plan.y,
+                                                  reference.data());
+  if (status != CUDNN_STATUS_SUCCESS || !run_gemm_route(*shape, x, stream).ok()) return false;
+  const std::vector<float> mine = host_floats(y), theirs = host_floats(reference);
+  if (mine.empty() || mine.size() != theirs.size()) return false;
+  double difference = 0, largest = 0;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    difference = std::max(difference, std::abs(static_cast<double>(mine[i]) - theirs[i]));
+    largest = std::max(largest, std::abs(static_cast<double>(theirs[i])));
+  }
+  // float32 sums of the same products in another order: far inside 1e-4 of
+  // the largest value. Beyond it the route is wrong, and cuDNN serves.
+  const bool agrees = difference <= 1e-4 * std::max(largest, 1e-30);
+  if (!agrees || tracing()) {
+    std::fprintf(stderr, "ptbundle aoti runtime: convolution x[%s] w[%s]: the GEMM route %s cuDNN (max difference %g of %g)%s\n",
+                 ints_text(key.x_dims).c_str(), ints_text(key.w_dims).c_str(), agrees ? "agrees with" : "disagrees with",
+                 difference, largest, agrees ? "; taken" : "; cuDNN serves it");
+  }
+  return agrees;
+}
+
 Result<ConvPlan*> plan_for(const Cudnn& api, cudnnHandle_t handle, const ConvKey& key, const Tensor& x, const Tensor& w,
-                           const Tensor& y, cudaStream_t stream) {
+                           const Tensor& y, cudaStream_t stream, bool other_routes) {
   ConvState& state = conv_state();
   if (auto found = state.plans.find(key); found != state.plans.end()) return found->second.get();
   auto plan = std::make_unique<ConvPlan>();
@@ -396,7 +536,11 @@ Result<ConvPlan*> plan_for(const Cudnn& api, cudnnHandle_t handle, const ConvKey
                  plan->graph ? plan->graph->engine().c_str() : status == CUDNN_STATUS_SUCCESS ? "legacy" : "none");
   }
   if (status != CUDNN_STATUS_SUCCESS) return invalid("no cuDNN algorithm for this convolution: " + cudnn_text(api, status));
-  if (detour_may_help(key)) plan->detour = find_detour(api, handle, key, x, w, y, stream, plan->milliseconds);
+  float chosen_ms = plan->milliseconds;
+  if (other_routes && detour_may_help(key)) {
+    plan->detour = find_detour(api, handle, key, x, w, y, stream, plan->milliseconds, chosen_ms);
+  }
+  if (other_routes) plan->gemm_route = gemm_route_wins(api, handle, *plan, key, x, w, y, stream, chosen_ms);
   ConvPlan* kept = plan.get();
   state.plans[key] = std::move(plan);
   return kept;
@@ -436,6 +580,21 @@ Result<std::vector<int64_t>> per_dim(const char* name, const int64_t* values, in
                    " spatial dimensions");
   }
   return std::vector<int64_t>(values, values + length);
+}
+
+// out += bias, broadcast over every position as ATen adds it, in the
+// output's layout.
+Status add_bias(const Tensor& out, const Tensor* bias, int64_t out_channels) {
+  if (!bias) return {};
+  if (bias->sizes.size() != 1 || bias->sizes[0] != out_channels) {
+    return invalid("bias " + tensor_text(*bias) + " for " + std::to_string(out_channels) + " output channels");
+  }
+  Tensor expanded = *bias;
+  expanded.sizes = out.sizes;
+  expanded.strides.assign(out.sizes.size(), 0);
+  expanded.strides[1] = bias->strides[0];
+  if (std::string failed = add_into(out, expanded); !failed.empty()) return invalid(failed);
+  return {};
 }
 
 Result<Tensor> convolve(const Tensor& input, const Tensor& weight, const Tensor* bias, const ConvArgs& args) {
@@ -532,7 +691,14 @@ Result<Tensor> convolve(const Tensor& input, const Tensor& weight, const Tensor*
   const cudaStream_t stream = stream_for(input);
   std::lock_guard lock(conv_state().mutex);
   PTB_TRY(cudnnHandle_t handle, handle_for(*api, key.device));
-  PTB_TRY(ConvPlan* found, plan_for(*api, handle, key, x_tensor, *w, y_tensor, stream));
+  PTB_TRY(ConvPlan* found, plan_for(*api, handle, key, x_tensor, *w, y_tensor, stream, true));
+  if (found->gemm_route) {
+    auto shape = gemm_route_shape(key, *w, y_tensor);
+    if (!shape) return invalid("the convolution's GEMM route no longer applies");
+    PTB_CHECK(run_gemm_route(*shape, x_tensor, stream));
+    PTB_CHECK(add_bias(out, bias, out_channels));
+    return out;
+  }
   const ConvPlan* plan = found->detour ? found->detour : found;
   const Tensor* x_run = &x_tensor;
   const Tensor* w_run = w;
@@ -572,18 +738,7 @@ Result<Tensor> convolve(const Tensor& input, const Tensor& weight, const Tensor*
   if (y_packed) {
     if (std::string failed = copy_elements(y_tensor, *y_packed); !failed.empty()) return invalid(failed);
   }
-  if (bias) {
-    if (bias->sizes.size() != 1 || bias->sizes[0] != out_channels) {
-      return invalid("bias " + tensor_text(*bias) + " for " + std::to_string(out_channels) + " output channels");
-    }
-    // Added as ATen adds it: broadcast over every position, in the
-    // output's layout.
-    Tensor expanded = *bias;
-    expanded.sizes = out.sizes;
-    expanded.strides.assign(out.sizes.size(), 0);
-    expanded.strides[1] = bias->strides[0];
-    if (std::string failed = add_into(out, expanded); !failed.empty()) return invalid(failed);
-  }
+  PTB_CHECK(add_bias(out, bias, out_channels));
   return out;
 }
 

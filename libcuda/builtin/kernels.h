@@ -63,3 +63,15 @@ cudaError_t activate(const View& view, int64_t numel, Act act, cudaStream_t stre
 cudaError_t scale(const View& view, int64_t numel, double factor, cudaStream_t stream);
 
 }  // namespace ptb::builtin::kernels
+
+namespace ptb::builtin {
+struct Im2col;
+}
+
+namespace ptb::builtin::kernels {
+
+// columns ([geometry.rows(), geometry.columns()] float32, row-major) = the
+// patches of the batch-1 float32 input x (im2col.h).
+cudaError_t im2col(const Im2col& geometry, const float* x, float* columns, cudaStream_t stream);
+
+}  // namespace ptb::builtin::kernels

@@ -1,0 +1,56 @@
+// The columns of a 2-d convolution at batch 1, for computing it as one GEMM
+// (convolution.cc's GEMM route): column p of the [K, P] matrix holds the
+// input patch under output position p (P = out_h * out_w), row k one
+// (channel, kernel row, kernel column), ordered as the weight's memory is,
+// so that the packed weight is a [C_out, K] row-major matrix as it lies:
+// (c, i, j) for an NCHW weight, (i, j, c) for a channels-last one. Positions
+// in the padding read 0. The index math is shared by the kernel and the
+// tests, which check it on the host against a direct convolution.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define PTB_HOST_DEVICE __host__ __device__
+#else
+#define PTB_HOST_DEVICE
+#endif
+
+namespace ptb::builtin {
+
+struct Im2col {
+  int64_t channels = 0, height = 0, width = 0;             // the input's C, H, W
+  int64_t stride_c = 0, stride_h = 0, stride_w = 0;        // its strides, in elements
+  int64_t kernel_h = 1, kernel_w = 1;
+  int64_t step_h = 1, step_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+  int64_t out_h = 0, out_w = 0;
+  bool channels_inner = false;  // the weight is channels-last: k = (i * kernel_w + j) * channels + c
+
+  PTB_HOST_DEVICE int64_t rows() const { return channels * kernel_h * kernel_w; }
+  PTB_HOST_DEVICE int64_t columns() const { return out_h * out_w; }
+};
+
+// Element `index` (row-major in [K, P]) of the columns of input `x`.
+PTB_HOST_DEVICE inline float im2col_at(const Im2col& g, const float* x, int64_t index) {
+  const int64_t columns = g.columns();
+  const int64_t k = index / columns, p = index % columns;
+  const int64_t oh = p / g.out_w, ow = p % g.out_w;
+  int64_t c, i, j;
+  if (g.channels_inner) {
+    c = k % g.channels;
+    const int64_t tap = k / g.channels;
+    i = tap / g.kernel_w;
+    j = tap % g.kernel_w;
+  } else {
+    j = k % g.kernel_w;
+    const int64_t rest = k / g.kernel_w;
+    i = rest % g.kernel_h;
+    c = rest / g.kernel_h;
+  }
+  const int64_t ih = oh * g.step_h - g.pad_h + i * g.dilation_h;
+  const int64_t iw = ow * g.step_w - g.pad_w + j * g.dilation_w;
+  if (ih < 0 || ih >= g.height || iw < 0 || iw >= g.width) return 0.f;
+  return x[c * g.stride_c + ih * g.stride_h + iw * g.stride_w];
+}
+
+}  // namespace ptb::builtin
