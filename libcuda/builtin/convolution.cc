@@ -356,6 +356,9 @@ std::optional<GemmRouteShape> gemm_route_shape(const ConvKey& key, const Tensor&
   g.dilation_w = key.dilation[1];
   g.out_h = out_h;
   g.out_w = out_w;
+  // The columns are made on every call: bounded, so that a wide layer
+  // never asks the pool for more than 64 MiB of them.
+  if (g.rows() * positions > (int64_t{16} << 20)) return std::nullopt;
   const int64_t out_channels = key.w_dims[0];
   shape.weight = w;
   shape.weight.sizes = {out_channels, g.rows()};
