@@ -311,11 +311,13 @@ const ConvPlan* find_detour(const Cudnn& api, cudnnHandle_t handle, const ConvKe
 }
 
 // The GEMM route's operands for `key`'s convolution: the im2col geometry,
-// the weight as [C_out, K] and the output as [C_out, P] (views, no copy);
-// nullopt where the route does not apply.
+// the output as out^T [P, C_out] and the weight as weight^T [K, C_out]
+// (views, no copy), for out^T = columns^T weight^T, in which a bias is a
+// vector over the columns that cuBLASLt's epilogue adds; nullopt where the
+// route does not apply.
 struct GemmRouteShape {
   Im2col geometry;
-  Tensor weight, out;
+  Tensor weight_t, out_t;
 };
 
 // Routes worth a measurement: forward, float32, ungrouped, batch 1, at most
@@ -360,24 +362,32 @@ std::optional<GemmRouteShape> gemm_route_shape(const ConvKey& key, const Tensor&
   // never asks the pool for more than 64 MiB of them.
   if (g.rows() * positions > (int64_t{16} << 20)) return std::nullopt;
   const int64_t out_channels = key.w_dims[0];
-  shape.weight = w;
-  shape.weight.sizes = {out_channels, g.rows()};
-  shape.weight.strides = {g.rows(), 1};
-  shape.out = y;
-  shape.out.sizes = {out_channels, positions};
-  shape.out.strides = {key.y_strides[1], key.y_strides[3]};
+  shape.weight_t = w;
+  shape.weight_t.sizes = {g.rows(), out_channels};
+  shape.weight_t.strides = {1, g.rows()};
+  shape.out_t = y;
+  shape.out_t.sizes = {positions, out_channels};
+  shape.out_t.strides = {key.y_strides[3], key.y_strides[1]};
   return shape;
 }
 
-Status run_gemm_route(const GemmRouteShape& shape, const Tensor& x, cudaStream_t stream) {
+// The convolution into y (the view shape.out_t), plus `bias` when given.
+Status run_gemm_route(const GemmRouteShape& shape, const Tensor& x, const Tensor* bias, cudaStream_t stream) {
+  const Im2col& g = shape.geometry;
   std::string why;
-  auto columns = empty_cuda({shape.geometry.rows(), shape.geometry.columns()}, ScalarType::Float,
-                            x.storage->device_index, why);
+  auto columns = empty_cuda({g.rows(), g.columns()}, ScalarType::Float, x.storage->device_index, why);
   if (!columns) return invalid(why);
-  cudaError_t code = kernels::im2col(shape.geometry, static_cast<const float*>(x.data()),
-                                     static_cast<float*>(columns->data()), stream);
+  cudaError_t code = kernels::im2col(g, static_cast<const float*>(x.data()), static_cast<float*>(columns->data()), stream);
   if (code != cudaSuccess) return invalid(cudaGetErrorString(code));
-  return matmul(shape.out, shape.weight, *columns, 1.0, 0.0);
+  Tensor columns_t = *columns;
+  columns_t.sizes = {g.columns(), g.rows()};
+  columns_t.strides = {1, g.columns()};
+  if (!bias) return matmul(shape.out_t, columns_t, shape.weight_t, 1.0, 0.0);
+  const int64_t out_channels = shape.out_t.sizes[1];
+  if (bias->sizes.size() != 1 || bias->sizes[0] != out_channels) {
+    return invalid("bias " + tensor_text(*bias) + " for " + std::to_string(out_channels) + " output channels");
+  }
+  return addmm_into(shape.out_t, *bias, columns_t, shape.weight_t, 1.0, 1.0, Activation::None);
 }
 
 // A host copy of `t`'s elements, row-major.
@@ -401,7 +411,7 @@ bool gemm_route_wins(const Cudnn& api, cudnnHandle_t handle, const ConvPlan& pla
   auto shape = gemm_route_shape(key, w, y);
   if (!shape) return false;
   bool ran = true;
-  const float route_ms = mean_ms(stream, [&] { ran = ran && run_gemm_route(*shape, x, stream).ok(); });
+  const float route_ms = mean_ms(stream, [&] { ran = ran && run_gemm_route(*shape, x, nullptr, stream).ok(); });
   const bool faster = ran && route_ms >= 0 && route_ms < 0.9f * chosen_ms;
   if (tracing()) {
     std::fprintf(stderr, "  GEMM route: %.4f ms against %.4f ms: %s\n", route_ms, chosen_ms,
@@ -423,7 +433,7 @@ bool gemm_route_wins(const Cudnn& api, cudnnHandle_t handle, const ConvPlan& pla
                                     : api.forward(handle, &one, plan.x, x.data(), plan.w, w.data(), plan.conv,
                                                   plan.forward_algo, work, plan.workspace, &zero, plan.y,
                                                   reference.data());
-  if (status != CUDNN_STATUS_SUCCESS || !run_gemm_route(*shape, x, stream).ok()) return false;
+  if (status != CUDNN_STATUS_SUCCESS || !run_gemm_route(*shape, x, nullptr, stream).ok()) return false;
   const std::vector<float> mine = host_floats(y), theirs = host_floats(reference);
   if (mine.empty() || mine.size() != theirs.size()) return false;
   double difference = 0, largest = 0;
@@ -698,8 +708,7 @@ Result<Tensor> convolve(const Tensor& input, const Tensor& weight, const Tensor*
   if (found->gemm_route) {
     auto shape = gemm_route_shape(key, *w, y_tensor);
     if (!shape) return invalid("the convolution's GEMM route no longer applies");
-    PTB_CHECK(run_gemm_route(*shape, x_tensor, stream));
-    PTB_CHECK(add_bias(out, bias, out_channels));
+    PTB_CHECK(run_gemm_route(*shape, x_tensor, bias, stream));
     return out;
   }
   const ConvPlan* plan = found->detour ? found->detour : found;
