@@ -29,6 +29,7 @@
 #include "cudnn_graph.h"
 #include "gemm.h"
 #include "im2col.h"
+#include "route_check.h"
 #include "shim_support.h"
 
 namespace ptb::builtin {
@@ -250,26 +251,6 @@ bool detour_may_help(const ConvKey& key) {
   return !std::equal(packed.begin(), packed.end(), key.x_strides.begin(), key.x_strides.end());
 }
 
-// The mean time of `run` on `stream` over a few repetitions, after one.
-template <typename Run>
-float mean_ms(cudaStream_t stream, Run run) {
-  constexpr int kRepetitions = 5;
-  run();
-  cudaEvent_t start = nullptr, stop = nullptr;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  cudaEventRecord(start, stream);
-  for (int i = 0; i < kRepetitions; ++i) run();
-  cudaEventRecord(stop, stream);
-  cudaEventSynchronize(stop);
-  float total = 0;
-  if (cudaEventElapsedTime(&total, start, stop) != cudaSuccess) total = -1;
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  cudaGetLastError();
-  return total < 0 ? -1 : total / kRepetitions;
-}
-
 // The NCHW plan for `key`'s convolution when it, with the copies in and
 // out, beats `direct_ms`; else nullptr (a failure only means no detour).
 const ConvPlan* find_detour(const Cudnn& api, cudnnHandle_t handle, const ConvKey& key, const Tensor& x,
@@ -390,19 +371,6 @@ Status run_gemm_route(const GemmRouteShape& shape, const Tensor& x, const Tensor
   return addmm_into(shape.out_t, *bias, columns_t, shape.weight_t, 1.0, 1.0, Activation::None);
 }
 
-// A host copy of `t`'s elements, row-major.
-std::vector<float> host_floats(const Tensor& t) {
-  std::string why;
-  Tensor host;
-  host.sizes = t.sizes;
-  host.strides = contiguous_strides(t.sizes);
-  host.dtype = ScalarType::Float;
-  host.storage = allocate(static_cast<uint64_t>(t.numel()) * 4, kDeviceCpu, 0, why);
-  if (!host.storage || !copy_elements(host, t).empty()) return {};
-  const float* data = static_cast<const float*>(host.data());
-  return std::vector<float>(data, data + t.numel());
-}
-
 // Whether the GEMM route beats `chosen_ms` (cuDNN's best, with any detour)
 // by a clear margin and gives cuDNN's result: both are computed here, on
 // the real operands, and compared element by element.
@@ -434,20 +402,15 @@ bool gemm_route_wins(const Cudnn& api, cudnnHandle_t handle, const ConvPlan& pla
                                                   plan.forward_algo, work, plan.workspace, &zero, plan.y,
                                                   reference.data());
   if (status != CUDNN_STATUS_SUCCESS || !run_gemm_route(*shape, x, nullptr, stream).ok()) return false;
-  const std::vector<float> mine = host_floats(y), theirs = host_floats(reference);
-  if (mine.empty() || mine.size() != theirs.size()) return false;
-  double difference = 0, largest = 0;
-  for (size_t i = 0; i < mine.size(); ++i) {
-    difference = std::max(difference, std::abs(static_cast<double>(mine[i]) - theirs[i]));
-    largest = std::max(largest, std::abs(static_cast<double>(theirs[i])));
-  }
+  const std::optional<Agreement> agreement = compare(y, reference);
   // float32 sums of the same products in another order: far inside 1e-4 of
   // the largest value. Beyond it the route is wrong, and cuDNN serves.
-  const bool agrees = difference <= 1e-4 * std::max(largest, 1e-30);
+  const bool agrees = agreement && agreement->within(1e-4);
   if (!agrees || tracing()) {
     std::fprintf(stderr, "ptbundle aoti runtime: convolution x[%s] w[%s]: the GEMM route %s cuDNN (max difference %g of %g)%s\n",
                  ints_text(key.x_dims).c_str(), ints_text(key.w_dims).c_str(), agrees ? "agrees with" : "disagrees with",
-                 difference, largest, agrees ? "; taken" : "; cuDNN serves it");
+                 agreement ? agreement->difference : -1.0, agreement ? agreement->largest : -1.0,
+                 agrees ? "; taken" : "; cuDNN serves it");
   }
   return agrees;
 }

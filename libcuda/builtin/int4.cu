@@ -7,14 +7,25 @@
 // nibble at bit parity*16 + (second*2 + high)*4. Dequantized as ATen does:
 // w = (q - 8) * scale + zero, per group of k; accumulated in float32.
 //
-// A block owns 8 columns (one n-block) and up to kRows rows of x, so each
-// packed word is read once per row tile instead of once per output: lane l
-// of a warp reads the words lane l of the layout holds, which are all its own
-// column's. The block's warps split k by outer tile; x for the tiles in flight
-// is staged in shared memory as float32, and the warps' partial sums meet in
-// shared memory at the end.
+// Two ways, chosen per shape (route_check.h): directly, where a block owns
+// 8 columns (one n-block) and up to kRows rows of x, so each packed word is
+// read once per row tile instead of once per output (lane l of a warp reads
+// the words lane l of the layout holds, which are all its own column's; the
+// block's warps split k by outer tile; x for the tiles in flight is staged
+// in shared memory as float32, and the warps' partial sums meet in shared
+// memory at the end); or, for more rows, the weights dequantized into a
+// bfloat16 [n, k] matrix and one cuBLASLt GEMM on the tensor cores, as
+// tinygemm multiplies bfloat16 weights. The first call of a shape runs both,
+// and the GEMM serves only when it is faster and agrees.
 #include <cuda_bf16.h>
 
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "gemm.h"
+#include "route_check.h"
 #include "shim_support.h"
 
 using namespace ptb;
@@ -120,6 +131,118 @@ void launch(const Int4Mm& p, cudaStream_t stream) {
   int4_mm<kRows><<<grid, kWarps * 32, 0, stream>>>(p);
 }
 
+// w[n][k] = the dequantized weight (n, k), bfloat16, row-major; the packed
+// position of (n, k) as the comment at the top gives it. n * k < 2^31.
+__global__ void int4_dequantize(Int4Mm p, __nv_bfloat16* w) {
+  const uint32_t total = static_cast<uint32_t>(p.n * p.k), k_size = static_cast<uint32_t>(p.k);
+  const uint32_t tiles = static_cast<uint32_t>(p.inner_tiles), pairs = tiles / 2;
+  const uint32_t k_super = static_cast<uint32_t>(p.k_super), group = static_cast<uint32_t>(p.group);
+  for (uint32_t index = blockIdx.x * blockDim.x + threadIdx.x; index < total; index += gridDim.x * blockDim.x) {
+    const uint32_t n = index / k_size, k = index % k_size;
+    const uint32_t tile = k / 16, outer = tile / tiles, inner = tile % tiles;
+    const uint32_t lane_k = (k % 16) / 2;
+    const uint32_t lane = (n % 8) * 4 + lane_k % 4;
+    const uint32_t slot = (inner % 2) * 2 + (lane_k >= 4 ? 1 : 0);
+    const uint64_t word = ((static_cast<uint64_t>(n / 8) * k_super + outer) * 32 + lane) * pairs + inner / 2;
+    const uint32_t q = (static_cast<uint32_t>(p.weights[word]) >> ((k % 2) * 16 + slot * 4)) & 0xfu;
+    const __nv_bfloat16* sz = p.scales + (k / group) * p.scale_strides[0] + n * p.scale_strides[1];
+    const float scale = __bfloat162float(sz[0]), zero = __bfloat162float(sz[p.scale_strides[2]]);
+    w[index] = __float2bfloat16_rn((static_cast<float>(q) - 8.f) * scale + zero);
+  }
+}
+
+// The GEMM way, into out [m, n]; its bfloat16 weights are made on every call.
+Status dequantized_mm(const Int4Mm& p, const Tensor& x, const Tensor& out, cudaStream_t stream) {
+  std::string why;
+  auto w = empty_cuda({p.n, p.k}, ScalarType::BFloat16, x.storage->device_index, why);
+  if (!w) return invalid(why);
+  constexpr int kThreads = 256;
+  const int64_t blocks = std::min<int64_t>((p.n * p.k + kThreads - 1) / kThreads, 1 << 16);
+  int4_dequantize<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, static_cast<__nv_bfloat16*>(w->data()));
+  if (cudaError_t code = cudaGetLastError(); code != cudaSuccess) return invalid(cudaGetErrorString(code));
+  Tensor w_t = *w;  // [k, n]: the weights transposed, as a view
+  w_t.sizes = {p.k, p.n};
+  w_t.strides = {1, p.k};
+  return matmul(out, x, w_t, 1.0, 0.0);
+}
+
+void launch_direct(const Int4Mm& p, cudaStream_t stream) {
+  // The row tile that wastes no rows for a token or two, and reads the
+  // weights once per 8 rows for more.
+  if (p.m == 1) launch<1>(p, stream);
+  else if (p.m == 2) launch<2>(p, stream);
+  else if (p.m <= 4) launch<4>(p, stream);
+  else launch<8>(p, stream);
+}
+
+// The GEMM way is tried for this many rows or more (below, the direct
+// kernel reads the weights about as few times as the GEMM does) and for
+// weights of at most this many bfloat16 bytes once dequantized.
+constexpr int64_t kGemmRows = 5;
+constexpr int64_t kGemmWeightBytes = 256ll << 20;
+
+struct Int4Shape {
+  int device;
+  int64_t m, n, k, group;
+  int inner_tiles;
+  bool operator<(const Int4Shape& o) const {
+    return std::tie(device, m, n, k, group, inner_tiles) < std::tie(o.device, o.m, o.n, o.k, o.group, o.inner_tiles);
+  }
+};
+
+struct Int4Choices {
+  std::mutex mutex;
+  std::map<Int4Shape, bool> gemm;  // per shape: whether the GEMM way serves
+};
+
+Int4Choices& int4_choices() {
+  static Int4Choices* kept = new Int4Choices;  // outlives every model
+  return *kept;
+}
+
+// out = x @ dequantized weights, by the way this shape's first call chose;
+// that call (outside a capture) times both and compares their results.
+Status int4_mm_into(const Int4Mm& p, const Tensor& x, const Tensor& out, cudaStream_t stream) {
+  const bool eligible = p.m >= kGemmRows && p.n * p.k < (int64_t{1} << 31) && p.n * p.k * 2 <= kGemmWeightBytes;
+  if (!eligible) {
+    launch_direct(p, stream);
+    return {};
+  }
+  const Int4Shape shape{x.storage->device_index, p.m, p.n, p.k, p.group, p.inner_tiles};
+  Int4Choices& choices = int4_choices();
+  std::lock_guard lock(choices.mutex);
+  if (auto found = choices.gemm.find(shape); found != choices.gemm.end()) {
+    if (found->second) return dequantized_mm(p, x, out, stream);
+    launch_direct(p, stream);
+    return {};
+  }
+  if (capturing(stream)) {
+    launch_direct(p, stream);
+    return {};
+  }
+  std::string why;
+  auto other = empty_cuda(out.sizes, ScalarType::BFloat16, x.storage->device_index, why);
+  if (!other) return invalid(why);
+  bool ran = true;
+  const float gemm_ms = mean_ms(stream, [&] { ran = ran && dequantized_mm(p, x, *other, stream).ok(); });
+  const float direct_ms = mean_ms(stream, [&] { launch_direct(p, stream); });
+  // The direct kernel's float32 weights against bfloat16 ones: a few
+  // bfloat16 roundings of the output apart (eager's tinygemm differs from
+  // the direct kernel by 6e-3 of the largest value on 16x4096x4096).
+  const std::optional<Agreement> agreement = ran ? compare(*other, out) : std::nullopt;
+  const bool agrees = agreement && agreement->within(2e-2);
+  const bool gemm = agrees && gemm_ms >= 0 && direct_ms >= 0 && gemm_ms < 0.9f * direct_ms;
+  if (ran && !agrees) {
+    std::fprintf(stderr,
+                 "ptbundle aoti runtime: _weight_int4pack_mm %lldx%lldx%lld: the dequantized GEMM disagrees with the "
+                 "direct kernel (max difference %g of %g); the direct kernel serves it\n",
+                 static_cast<long long>(p.m), static_cast<long long>(p.n), static_cast<long long>(p.k),
+                 agreement ? agreement->difference : -1.0, agreement ? agreement->largest : -1.0);
+  }
+  choices.gemm[shape] = gemm;
+  return {};  // `out` holds the direct kernel's result, the last one written
+}
+
 std::string check(const Tensor& x, const Tensor& weights, int64_t group, const Tensor& scales) {
   if (x.dtype != ScalarType::BFloat16 || x.sizes.size() != 2) return "self " + tensor_text(x) + "; expected bfloat16 [m, k]";
   if (weights.dtype != ScalarType::Int || weights.sizes.size() != 4 || !weights.is_contiguous() ||
@@ -174,13 +297,7 @@ AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHandle self, AtenTe
   for (int d = 0; d < 3; ++d) p.scale_strides[d] = scales.strides[d];
   p.out = static_cast<__nv_bfloat16*>(out->data());
   if (p.m > 0 && p.n > 0) {
-    // The row tile that wastes no rows for a token or two, and reads the
-    // weights once per 8 rows for more.
-    const cudaStream_t stream = stream_for(x);
-    if (p.m == 1) launch<1>(p, stream);
-    else if (p.m == 2) launch<2>(p, stream);
-    else if (p.m <= 4) launch<4>(p, stream);
-    else launch<8>(p, stream);
+    if (Status done = int4_mm_into(p, x, *out, stream_for(x)); !done.ok()) return fail(function, done.error().message);
     if (check_launch(function) != kShimSuccess) return kShimFailure;
   }
   return hand_to_library(function, std::move(*out), ret0);

@@ -1,0 +1,52 @@
+// Choosing between two ways of computing one shim's result (a convolution
+// on cuDNN or as a GEMM; an int4 product directly or through bfloat16
+// weights on cuBLASLt): the first time a shape is seen, outside any CUDA
+// graph capture, both run on the real operands, timed, and the faster is
+// taken only when its result agrees with the other's. A way that never ran
+// on this GPU model before can then cost a search, never a wrong result.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <optional>
+
+#include "tensor.h"
+
+namespace ptb::builtin {
+
+// The mean time of `run` on `stream` over a few repetitions, after one; -1
+// when the events fail.
+template <typename Run>
+float mean_ms(cudaStream_t stream, Run run) {
+  constexpr int kRepetitions = 5;
+  run();
+  cudaEvent_t start = nullptr, stop = nullptr;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  cudaEventRecord(start, stream);
+  for (int i = 0; i < kRepetitions; ++i) run();
+  cudaEventRecord(stop, stream);
+  cudaEventSynchronize(stop);
+  float total = 0;
+  if (cudaEventElapsedTime(&total, start, stop) != cudaSuccess) total = -1;
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaGetLastError();
+  return total < 0 ? -1 : total / kRepetitions;
+}
+
+// How far a candidate's result is from a reference's: the largest
+// element-wise difference and the largest |reference| value.
+struct Agreement {
+  double difference = 0, largest = 0;
+  bool within(double relative) const { return difference <= relative * (largest > 1e-30 ? largest : 1e-30); }
+};
+
+// Both tensors (one shape, any dtypes) read back to the host as float64,
+// which waits for their streams; nullopt when they cannot be read.
+std::optional<Agreement> compare(const Tensor& candidate, const Tensor& reference);
+
+// Whether `stream` is capturing a CUDA graph: no search may run then.
+bool capturing(cudaStream_t stream);
+
+}  // namespace ptb::builtin
