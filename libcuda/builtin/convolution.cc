@@ -303,7 +303,7 @@ struct GemmRouteShape {
 
 // Routes worth a measurement: forward, float32, ungrouped, batch 1, at most
 // this many output positions (beyond, cuDNN's kernels fill the GPU).
-constexpr int64_t kGemmRoutePositions = 1024;
+constexpr int64_t kGemmRoutePositions = 4096;
 
 std::optional<GemmRouteShape> gemm_route_shape(const ConvKey& key, const Tensor& w, const Tensor& y) {
   if (key.transposed || key.dtype != ScalarType::Float || key.groups != 1 || key.x_dims.size() != 4 ||
