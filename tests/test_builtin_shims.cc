@@ -278,3 +278,49 @@ TEST_CASE("built-in runtime shims: the module exports exactly the listed shims, 
   }
 #endif
 }
+
+#if defined(PTB_TEST_SHIM_CORE)
+#include "route_check.h"
+
+namespace {
+
+// A host float64 tensor of `values` at `strides`.
+Tensor host_doubles(const std::vector<double>& values, std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+  std::string why;
+  Tensor t;
+  t.sizes = std::move(sizes);
+  t.strides = std::move(strides);
+  t.dtype = ScalarType::Double;
+  t.storage = allocate(values.size() * 8, kDeviceCpu, 0, why);
+  REQUIRE(t.storage);
+  std::memcpy(t.storage->data, values.data(), values.size() * 8);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("built-in shims: two ways' results are compared element by element, in their own layouts") {
+  // [[1, 2], [3, -4]] row-major against the same values column-major.
+  const Tensor reference = host_doubles({1, 2, 3, -4}, {2, 2}, {2, 1});
+  const Tensor same = host_doubles({1, 3, 2, -4}, {2, 2}, {1, 2});
+  auto agreement = compare(same, reference);
+  REQUIRE(agreement);
+  CHECK(agreement->difference == 0);
+  CHECK(agreement->largest == 4);
+  CHECK(agreement->within(0));
+
+  const Tensor off = host_doubles({1, 2, 3, -4.0004}, {2, 2}, {2, 1});
+  agreement = compare(off, reference);
+  REQUIRE(agreement);
+  CHECK(agreement->difference == doctest::Approx(4e-4));
+  CHECK(agreement->within(1.01e-4));  // relative to the largest |reference|, 4
+  CHECK_FALSE(agreement->within(0.99e-4));
+
+  // A NaN is a disagreement at any tolerance; other sizes are no comparison.
+  const Tensor nan = host_doubles({1, 2, 3, std::nan("")}, {2, 2}, {2, 1});
+  agreement = compare(nan, reference);
+  REQUIRE(agreement);
+  CHECK_FALSE(agreement->within(1e30));
+  CHECK_FALSE(compare(host_doubles({1, 2}, {2}, {1}), reference));
+}
+#endif
