@@ -10,11 +10,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define PTB_HOST_DEVICE __host__ __device__
-#else
-#define PTB_HOST_DEVICE
-#endif
+#include "host_device.h"
 
 namespace ptb::builtin {
 

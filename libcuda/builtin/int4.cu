@@ -25,6 +25,7 @@
 #include <tuple>
 
 #include "gemm.h"
+#include "int4_layout.h"
 #include "route_check.h"
 #include "shim_support.h"
 
@@ -131,20 +132,15 @@ void launch(const Int4Mm& p, cudaStream_t stream) {
   int4_mm<kRows><<<grid, kWarps * 32, 0, stream>>>(p);
 }
 
-// w[n][k] = the dequantized weight (n, k), bfloat16, row-major; the packed
-// position of (n, k) as the comment at the top gives it. n * k < 2^31.
+// w[n][k] = the dequantized weight (n, k), bfloat16, row-major. n * k < 2^31.
 __global__ void int4_dequantize(Int4Mm p, __nv_bfloat16* w) {
   const uint32_t total = static_cast<uint32_t>(p.n * p.k), k_size = static_cast<uint32_t>(p.k);
-  const uint32_t tiles = static_cast<uint32_t>(p.inner_tiles), pairs = tiles / 2;
+  const uint32_t tiles = static_cast<uint32_t>(p.inner_tiles);
   const uint32_t k_super = static_cast<uint32_t>(p.k_super), group = static_cast<uint32_t>(p.group);
   for (uint32_t index = blockIdx.x * blockDim.x + threadIdx.x; index < total; index += gridDim.x * blockDim.x) {
     const uint32_t n = index / k_size, k = index % k_size;
-    const uint32_t tile = k / 16, outer = tile / tiles, inner = tile % tiles;
-    const uint32_t lane_k = (k % 16) / 2;
-    const uint32_t lane = (n % 8) * 4 + lane_k % 4;
-    const uint32_t slot = (inner % 2) * 2 + (lane_k >= 4 ? 1 : 0);
-    const uint64_t word = ((static_cast<uint64_t>(n / 8) * k_super + outer) * 32 + lane) * pairs + inner / 2;
-    const uint32_t q = (static_cast<uint32_t>(p.weights[word]) >> ((k % 2) * 16 + slot * 4)) & 0xfu;
+    const Int4Position at = int4_position(n, k, k_super, tiles);
+    const uint32_t q = (static_cast<uint32_t>(p.weights[at.word]) >> at.shift) & 0xfu;
     const __nv_bfloat16* sz = p.scales + (k / group) * p.scale_strides[0] + n * p.scale_strides[1];
     const float scale = __bfloat162float(sz[0]), zero = __bfloat162float(sz[p.scale_strides[2]]);
     w[index] = __float2bfloat16_rn((static_cast<float>(q) - 8.f) * scale + zero);
