@@ -133,25 +133,32 @@ std::function<Error(Module&, std::vector<Handle>&, std::vector<Handle>&)> convol
   };
 }
 
-Error call_efficient_attention(Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
-  static auto f = m.get<Fn<Handle, Handle, Handle, Handle*, int32_t, double, int32_t, double*, Handle*, Handle*,
-                           Handle*, Handle*>>("aoti_torch_cuda__scaled_dot_product_efficient_attention");
-  Handle out[4] = {};
-  Error error = f(in[0], in[1], in[2], nullptr, 0, 0.0, 0, nullptr, &out[0], &out[1], &out[2], &out[3]);
-  made.insert(made.end(), out, out + 4);
-  return error;
+// The efficient entry point, causal or not; a fourth input is the additive
+// attention bias.
+std::function<Error(Module&, std::vector<Handle>&, std::vector<Handle>&)> efficient_attention(bool causal) {
+  return [=](Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
+    static auto f = m.get<Fn<Handle, Handle, Handle, Handle*, int32_t, double, int32_t, double*, Handle*, Handle*,
+                             Handle*, Handle*>>("aoti_torch_cuda__scaled_dot_product_efficient_attention");
+    Handle out[4] = {};
+    Handle* bias = in.size() > 3 ? &in[3] : nullptr;
+    Error error = f(in[0], in[1], in[2], bias, 1, 0.0, causal ? 1 : 0, nullptr, &out[0], &out[1], &out[2], &out[3]);
+    made.insert(made.end(), out, out + 4);
+    return error;
+  };
 }
 
-Error call_flash_attention(Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
-  static auto f = m.get<Fn<Handle, Handle, Handle, double, int32_t, int32_t, double*, Handle*, Handle*, Handle*,
-                           Handle*, int64_t*, int64_t*, Handle*, Handle*, Handle*>>(
-      "aoti_torch_cuda__scaled_dot_product_flash_attention");
-  Handle out[7] = {};
-  int64_t max_q = 0, max_k = 0;
-  Error error = f(in[0], in[1], in[2], 0.0, 0, 0, nullptr, &out[0], &out[1], &out[2], &out[3], &max_q, &max_k,
-                  &out[4], &out[5], &out[6]);
-  made.insert(made.end(), out, out + 7);
-  return error;
+std::function<Error(Module&, std::vector<Handle>&, std::vector<Handle>&)> flash_attention(bool causal) {
+  return [=](Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
+    static auto f = m.get<Fn<Handle, Handle, Handle, double, int32_t, int32_t, double*, Handle*, Handle*, Handle*,
+                             Handle*, int64_t*, int64_t*, Handle*, Handle*, Handle*>>(
+        "aoti_torch_cuda__scaled_dot_product_flash_attention");
+    Handle out[7] = {};
+    int64_t max_q = 0, max_k = 0;
+    Error error = f(in[0], in[1], in[2], 0.0, causal ? 1 : 0, 0, nullptr, &out[0], &out[1], &out[2], &out[3], &max_q,
+                    &max_k, &out[4], &out[5], &out[6]);
+    made.insert(made.end(), out, out + 7);
+    return error;
+  };
 }
 
 Error call_cudnn_attention(Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
@@ -304,12 +311,25 @@ std::vector<Case> cases() {
   conv("conv2d_256c_14", {1, 256, 14, 14}, {256, 256, 3, 3}, 1, 1, 1, false);
   conv("conv2d_512c_7", {1, 512, 7, 7}, {512, 512, 3, 3}, 1, 1, 1, false);
   conv("conv2d_256to512_s2", {1, 256, 14, 14}, {512, 256, 3, 3}, 2, 1, 1, false);
-  add("sdpa_efficient_f32", "_scaled_dot_product_efficient_attention",
-      {normal(kF32, {1, 8, 128, 64}), normal(kF32, {1, 8, 128, 64}), normal(kF32, {1, 8, 128, 64})}, "{}",
-      call_efficient_attention);
-  add("sdpa_flash_bf16", "_scaled_dot_product_flash_attention",
-      {normal(kBF16, {1, 8, 128, 64}), normal(kBF16, {1, 8, 128, 64}), normal(kBF16, {1, 8, 128, 64})}, "{}",
-      call_flash_attention);
+  // Attention: an ACT-sized transformer's (8 heads of 64 over 128 tokens),
+  // causal, with an additive mask, and 1,024 tokens (the longest the fused
+  // kernel takes).
+  auto qkv = [&](int32_t dtype, int64_t length) {
+    return std::vector<Input>{normal(dtype, {1, 8, length, 64}), normal(dtype, {1, 8, length, 64}),
+                              normal(dtype, {1, 8, length, 64})};
+  };
+  add("sdpa_efficient_f32", "_scaled_dot_product_efficient_attention", qkv(kF32, 128), R"({"causal": false})",
+      efficient_attention(false));
+  add("sdpa_efficient_causal_f32", "_scaled_dot_product_efficient_attention", qkv(kF32, 128), R"({"causal": true})",
+      efficient_attention(true));
+  auto with_bias = qkv(kF32, 128);
+  with_bias.push_back(normal(kF32, {1, 1, 128, 128}));
+  add("sdpa_efficient_bias_f32", "_scaled_dot_product_efficient_attention", with_bias, R"({"causal": false})",
+      efficient_attention(false));
+  add("sdpa_flash_bf16", "_scaled_dot_product_flash_attention", qkv(kBF16, 128), R"({"causal": false})",
+      flash_attention(false));
+  add("sdpa_flash_causal_bf16_1024", "_scaled_dot_product_flash_attention", qkv(kBF16, 1024), R"({"causal": true})",
+      flash_attention(true));
   add("sdpa_cudnn_bf16", "_scaled_dot_product_cudnn_attention",
       {normal(kBF16, {1, 8, 128, 64}), normal(kBF16, {1, 8, 128, 64}), normal(kBF16, {1, 8, 128, 64})}, "{}",
       call_cudnn_attention);
@@ -340,9 +360,12 @@ std::vector<Case> cases() {
   });
   // _convert_weight_to_int4pack's layout for n = k = 4096 with 8 inner k
   // tiles: [n/8, k/128, 32, 4] int32; groups of 128 along k.
-  add("int4pack_mm_bf16", "_weight_int4pack_mm",
-      {normal(kBF16, {16, 4096}), {kI32, {512, 32, 32, 4}, Fill::Bits, 0}, normal(kBF16, {32, 4096, 2})},
-      R"({"group": 128})", call_int4_mm);
+  // And for one token (decoding) and 64 (a chunk of actions).
+  for (int64_t rows : {16, 1, 64}) {
+    add(rows == 16 ? std::string("int4pack_mm_bf16") : "int4pack_mm_bf16_m" + std::to_string(rows), "_weight_int4pack_mm",
+        {normal(kBF16, {rows, 4096}), {kI32, {512, 32, 32, 4}, Fill::Bits, 0}, normal(kBF16, {32, 4096, 2})},
+        R"({"group": 128})", call_int4_mm);
+  }
   add("item_f32", "item_float32", {normal(kF32, {1})}, "{}", call_item);
   return all;
 }

@@ -56,8 +56,10 @@ EAGER = {
     "_addmm_activation": lambda t, p: aten._addmm_activation(t[0], t[1], t[2], use_gelu=True),
     "convolution": conv,
     "_scaled_dot_product_efficient_attention":
-        lambda t, p: aten._scaled_dot_product_efficient_attention(t[0], t[1], t[2], None, False),
-    "_scaled_dot_product_flash_attention": lambda t, p: aten._scaled_dot_product_flash_attention(t[0], t[1], t[2]),
+        lambda t, p: aten._scaled_dot_product_efficient_attention(t[0], t[1], t[2], t[3] if len(t) > 3 else None, True,
+                                                                  is_causal=p["causal"]),
+    "_scaled_dot_product_flash_attention":
+        lambda t, p: aten._scaled_dot_product_flash_attention(t[0], t[1], t[2], is_causal=p["causal"]),
     "_scaled_dot_product_cudnn_attention":
         lambda t, p: aten._scaled_dot_product_cudnn_attention(t[0], t[1], t[2], None, False),
     "sort_stable": lambda t, p: torch.sort(t[0], stable=True, dim=-1),
