@@ -22,6 +22,17 @@ struct Layout {
   int64_t strides[kMaxDims] = {};
 };
 
+// A view's sizes and strides, for a kernel's argument.
+inline Layout layout_of(const View& view) {
+  Layout layout{};
+  layout.dims = view.dims;
+  for (int32_t k = 0; k < view.dims; ++k) {
+    layout.sizes[k] = view.sizes[k];
+    layout.strides[k] = view.strides[k];
+  }
+  return layout;
+}
+
 // The element offset of row-major position `i` of `layout`.
 __device__ inline int64_t offset_of(int64_t i, const Layout& layout) {
   int64_t at = 0;

@@ -72,16 +72,6 @@ __global__ void add_kernel(void* dst, Layout dst_layout, const void* src, Layout
   }
 }
 
-Layout layout_of(const View& view) {
-  Layout layout{};
-  layout.dims = view.dims;
-  for (int32_t k = 0; k < view.dims; ++k) {
-    layout.sizes[k] = view.sizes[k];
-    layout.strides[k] = view.strides[k];
-  }
-  return layout;
-}
-
 unsigned blocks(int64_t numel) { return static_cast<unsigned>(std::min<int64_t>((numel + 255) / 256, 65535)); }
 
 }  // namespace

@@ -138,32 +138,44 @@ __device__ inline bool before(const Candidate& a, const Candidate& b) {
   return a.key > b.key || (a.key == b.key && a.index < b.index);
 }
 
+// The rows the two kernels below sort or select from, and where the first
+// k of each go: the input seen with the sorted dim last (`row` long, `step`
+// apart), the outputs (values and indices share their strides) likewise.
+struct SortRows {
+  const void* in = nullptr;
+  int32_t dtype = 0;
+  int itemsize = 0;
+  kernels::Layout in_layout, out_layout;
+  int64_t row = 0, step = 0, out_step = 0, rows = 0;
+  void* values = nullptr;
+  int64_t* indices = nullptr;
+  int k = 0;
+  bool largest = true;
+};
+
+// The first `a.k` of row r, in order, from its positions `from(j)`.
+template <class From>
+__device__ void write_first(const SortRows& a, int64_t r, int64_t first, int j, From from) {
+  const int64_t at = kernels::offset_of(r * a.k, a.out_layout) + j * a.out_step;
+  const int64_t position = from(j);
+  kernels::store_bits(a.values, at, a.itemsize, kernels::load_bits(a.in, first + position * a.step, a.itemsize));
+  a.indices[at] = position;
+}
+
 // Each lane keeps the best kWarpTopK of its share of the row, in order; the
 // warp then takes the best head k times. k <= kWarpTopK, so no lane can hold
 // more of the answer than it kept.
-__global__ void warp_topk(kernels::View in, int itemsize, int64_t rows, int k, bool largest, kernels::View values,
-                          kernels::View indices) {
+__global__ void warp_topk(SortRows a) {
   const int lane = threadIdx.x % 32;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
-  const int64_t row = in.sizes[in.dims - 1], step = in.strides[in.dims - 1];
-  const int64_t out_step = values.strides[values.dims - 1];
-  kernels::Layout in_layout, out_layout;
-  in_layout.dims = in.dims;
-  out_layout.dims = values.dims;
-  for (int d = 0; d < in.dims; ++d) {
-    in_layout.sizes[d] = in.sizes[d];
-    in_layout.strides[d] = in.strides[d];
-    out_layout.sizes[d] = values.sizes[d];
-    out_layout.strides[d] = values.strides[d];
-  }
-  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x / 32) + threadIdx.x / 32; r < rows; r += warps) {
-    const int64_t first = kernels::offset_of(r * row, in_layout);
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x / 32) + threadIdx.x / 32; r < a.rows; r += warps) {
+    const int64_t first = kernels::offset_of(r * a.row, a.in_layout);
     Candidate kept[kWarpTopK];
 #pragma unroll
     for (int j = 0; j < kWarpTopK; ++j) kept[j] = {0, INT64_MAX};
-    for (int64_t i = lane; i < row; i += 32) {
-      const uint64_t order = ordered_key(in.data, first + i * step, in.dtype);
-      Candidate c{largest ? order : ~order, i};
+    for (int64_t i = lane; i < a.row; i += 32) {
+      const uint64_t order = ordered_key(a.in, first + i * a.step, a.dtype);
+      Candidate c{a.largest ? order : ~order, i};
 #pragma unroll
       for (int j = 0; j < kWarpTopK; ++j) {
         if (before(c, kept[j])) {
@@ -173,8 +185,7 @@ __global__ void warp_topk(kernels::View in, int itemsize, int64_t rows, int k, b
         }
       }
     }
-    const int64_t out_first = kernels::offset_of(r * k, out_layout);
-    for (int j = 0; j < k; ++j) {
+    for (int j = 0; j < a.k; ++j) {
       Candidate best = kept[0];
       for (int offset = 16; offset > 0; offset /= 2) {
         Candidate other{__shfl_xor_sync(0xffffffffu, best.key, offset),
@@ -186,43 +197,26 @@ __global__ void warp_topk(kernels::View in, int itemsize, int64_t rows, int k, b
         for (int t = 0; t + 1 < kWarpTopK; ++t) kept[t] = kept[t + 1];
         kept[kWarpTopK - 1] = {0, INT64_MAX};
       }
-      if (lane == 0) {
-        const int64_t at = out_first + j * out_step;
-        kernels::store_bits(values.data, at, itemsize, kernels::load_bits(in.data, first + best.index * step, itemsize));
-        static_cast<int64_t*>(indices.data)[at] = best.index;
-      }
+      if (lane == 0) write_first(a, r, first, j, [&](int) { return best.index; });
     }
   }
 }
 
 constexpr int kBlockSortRow = 2048;
 
-// Rows of `in` (its last dim, at most kBlockSortRow long) sorted, the first
-// k of each written to values and indices (same strides) in order.
-__global__ void block_sort(kernels::View in, int itemsize, int64_t rows, int k, bool largest, kernels::View values,
-                           kernels::View indices) {
+// Rows (at most kBlockSortRow long) sorted, the first k of each written.
+__global__ void block_sort(SortRows a) {
   __shared__ uint64_t keys[kBlockSortRow];
   __shared__ int32_t positions[kBlockSortRow];
-  const int64_t row = in.sizes[in.dims - 1], step = in.strides[in.dims - 1];
-  const int64_t out_step = values.strides[values.dims - 1];
   int width = 1;
-  while (width < row) width *= 2;
-  kernels::Layout in_layout, out_layout;
-  in_layout.dims = in.dims;
-  out_layout.dims = values.dims;
-  for (int d = 0; d < in.dims; ++d) {
-    in_layout.sizes[d] = in.sizes[d];
-    in_layout.strides[d] = in.strides[d];
-    out_layout.sizes[d] = values.sizes[d];
-    out_layout.strides[d] = values.strides[d];
-  }
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const int64_t first = kernels::offset_of(r * row, in_layout);
+  while (width < a.row) width *= 2;
+  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+    const int64_t first = kernels::offset_of(r * a.row, a.in_layout);
     __syncthreads();  // the last row's reads of the shared arrays are done
     for (int i = threadIdx.x; i < width; i += blockDim.x) {
-      if (i < row) {
-        const uint64_t order = ordered_key(in.data, first + i * step, in.dtype);
-        keys[i] = largest ? order : ~order;
+      if (i < a.row) {
+        const uint64_t order = ordered_key(a.in, first + i * a.step, a.dtype);
+        keys[i] = a.largest ? order : ~order;
         positions[i] = i;
       } else {
         keys[i] = 0;
@@ -235,24 +229,19 @@ __global__ void block_sort(kernels::View in, int itemsize, int64_t rows, int k, 
         for (int i = threadIdx.x; i < width; i += blockDim.x) {
           const int j = i ^ stride;
           if (j <= i) continue;
-          const Candidate a{keys[i], positions[i]}, b{keys[j], positions[j]};
+          const Candidate low{keys[i], positions[i]}, high{keys[j], positions[j]};
           // Ascending runs put the best first; the network's descending runs the reverse.
-          if ((i & size) == 0 ? before(b, a) : before(a, b)) {
-            keys[i] = b.key;
-            positions[i] = static_cast<int32_t>(b.index);
-            keys[j] = a.key;
-            positions[j] = static_cast<int32_t>(a.index);
+          if ((i & size) == 0 ? before(high, low) : before(low, high)) {
+            keys[i] = high.key;
+            positions[i] = static_cast<int32_t>(high.index);
+            keys[j] = low.key;
+            positions[j] = static_cast<int32_t>(low.index);
           }
         }
         __syncthreads();
       }
     }
-    const int64_t out_first = kernels::offset_of(r * k, out_layout);
-    for (int j = threadIdx.x; j < k; j += blockDim.x) {
-      const int64_t at = out_first + j * out_step, from = positions[j];
-      kernels::store_bits(values.data, at, itemsize, kernels::load_bits(in.data, first + from * step, itemsize));
-      static_cast<int64_t*>(indices.data)[at] = from;
-    }
+    for (int j = threadIdx.x; j < a.k; j += blockDim.x) write_first(a, r, first, j, [&](int rank) { return positions[rank]; });
   }
 }
 
@@ -315,25 +304,37 @@ std::string sort_rows(const Tensor& given, int64_t dim_arg, bool descending, std
   auto indices = empty_cuda(out_sizes, ScalarType::Long, device, why);
   if (!indices) return why;
   const int64_t count = self.numel();
-  kernels::View in_rows, value_rows, index_rows;
-  const bool viewed = kernel_view(dim_last(self, dim), in_rows) && kernel_view(dim_last(*values, dim), value_rows) &&
-                      kernel_view(dim_last(*indices, dim), index_rows);
-  const int64_t rows = row > 0 ? count / row : 0;
-  const int itemsize = static_cast<int>(self.itemsize());
+  kernels::View in_rows, value_rows;
+  const bool viewed = kernel_view(dim_last(self, dim), in_rows) && kernel_view(dim_last(*values, dim), value_rows);
+  SortRows a;
+  a.rows = row > 0 ? count / row : 0;
+  if (viewed) {
+    a.in = in_rows.data;
+    a.dtype = self.dtype;
+    a.itemsize = static_cast<int>(self.itemsize());
+    a.in_layout = kernels::layout_of(in_rows);
+    a.out_layout = kernels::layout_of(value_rows);
+    a.row = row;
+    a.step = in_rows.strides[in_rows.dims - 1];
+    a.out_step = value_rows.strides[value_rows.dims - 1];
+    a.values = values->data();
+    a.indices = static_cast<int64_t*>(indices->data());  // the values' strides: both are new and contiguous
+    a.k = static_cast<int>(kept);
+    a.largest = descending;
+  }
   if (count > 0 && kept > 0 && viewed && keep && kept <= kWarpTopK) {
     constexpr int kRowsPerBlock = kThreads / 32;
-    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, 1 << 20));
-    warp_topk<<<blocks, kThreads, 0, stream_for(self)>>>(in_rows, itemsize, rows, static_cast<int>(kept), descending,
-                                                         value_rows, index_rows);
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((a.rows + kRowsPerBlock - 1) / kRowsPerBlock, 1 << 20));
+    warp_topk<<<blocks, kThreads, 0, stream_for(self)>>>(a);
     if (cudaError_t code = cudaGetLastError(); code != cudaSuccess) return cuda_text(code);
   } else if (count > 0 && kept > 0 && viewed && row <= kBlockSortRow) {
     int threads = 32;
     while (threads < 1024 && threads * 2 < row) threads *= 2;  // half the padded row: one pair each
-    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(rows, 1 << 20));
-    block_sort<<<blocks, threads, 0, stream_for(self)>>>(in_rows, itemsize, rows, static_cast<int>(kept), descending,
-                                                         value_rows, index_rows);
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(a.rows, 1 << 20));
+    block_sort<<<blocks, threads, 0, stream_for(self)>>>(a);
     if (cudaError_t code = cudaGetLastError(); code != cudaSuccess) return cuda_text(code);
   } else if (count > 0 && kept > 0) {
+    const int64_t rows = a.rows;
     const Tensor in_view = dim_last(self, dim);
     auto keys_in = empty_cuda(in_view.sizes, self.dtype, device, why);
     auto keys_out = keys_in ? empty_cuda(in_view.sizes, self.dtype, device, why) : std::nullopt;
