@@ -19,8 +19,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <tuple>
 
@@ -37,16 +35,10 @@ constexpr uint64_t kScoreBytes = 256ull << 20;
 // A new GPU tensor of `sizes` with `strides`, in order on the current stream.
 Result<Tensor> new_gpu(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int32_t dtype,
                        int device) {
-  Tensor t;
-  t.sizes = sizes;
-  t.strides = strides;
-  t.dtype = dtype;
-  auto elements = storage_elements_needed(sizes, strides, 0);
-  if (!elements) return invalid("sizes " + shape_text(sizes) + " overflow");
   std::string why;
-  t.storage = allocate(*elements * *scalar_type_size(dtype), kDeviceCuda, device, why);
-  if (!t.storage) return invalid(why);
-  return t;
+  auto made = empty_strided_cuda(sizes, strides, dtype, device, why);
+  if (!made) return invalid(why);
+  return std::move(*made);
 }
 
 // A 0-d int64 tensor in host memory holding 0: the philox seed and offset
@@ -281,39 +273,29 @@ struct FusedShape {
   }
 };
 
-struct FusedChoices {
-  std::mutex mutex;
-  std::map<FusedShape, bool> fused;  // per shape: whether the fused kernel serves
-};
-
-FusedChoices& fused_choices() {
-  static FusedChoices* kept = new FusedChoices;  // outlives every model
-  return *kept;
-}
-
 // Attention by the way this shape's first call chose: that call (outside a
 // capture) runs the unfused way into a second output, then the fused kernel
 // into the real one, and compares them; the fused kernel serves when it
 // agrees and is 10% faster.
 Status attend(const AttentionRequest& r, const Tensor& out, float* lse, const int64_t* lse_strides) {
-  PTB_CHECK(check_request(r));
-  const Tensor& q = *r.q;
+  const Tensor& q = *r.q;  // checked by the entry points
   const int64_t B = q.sizes[0], H = q.sizes[1], Lq = q.sizes[2], E = q.sizes[3];
   const int64_t Lk = r.k->sizes[2], Ev = r.v->sizes[3];
   if (B * H * Lq == 0 || Lk == 0 || Lk > kernels::kFusedMaxKeys || E > kernels::kFusedMaxDim) {
     return attend_unfused(r, out, lse, lse_strides);
   }
-  PTB_TRY(kernels::FusedAttention fused, fused_arguments(r, out, lse, lse_strides));
   const cudaStream_t stream = stream_for(q);
   const int device = q.storage->device_index;
   auto run_fused = [&]() -> Status {
+    PTB_TRY(kernels::FusedAttention fused, fused_arguments(r, out, lse, lse_strides));
     cudaError_t code = kernels::fused_attention(fused, stream);
     return code == cudaSuccess ? Status{} : invalid(cudaGetErrorString(code));
   };
   const FusedShape shape{device, q.dtype, B, H, Lq, Lk, E, Ev, r.causal, r.bias != nullptr, lse != nullptr};
-  FusedChoices& choices = fused_choices();
+  // Per shape: whether the fused kernel serves.
+  auto& choices = RouteChoices<FusedShape>::process();
   std::lock_guard lock(choices.mutex);
-  if (auto found = choices.fused.find(shape); found != choices.fused.end()) {
+  if (auto found = choices.chosen.find(shape); found != choices.chosen.end()) {
     return found->second ? run_fused() : attend_unfused(r, out, lse, lse_strides);
   }
   if (capturing(stream)) return attend_unfused(r, out, lse, lse_strides);
@@ -340,7 +322,7 @@ Status attend(const AttentionRequest& r, const Tensor& out, float* lse, const in
                  static_cast<long long>(E), static_cast<long long>(Lk), agreement ? agreement->difference : -1.0,
                  agreement ? agreement->largest : -1.0);
   }
-  choices.fused[shape] = take;
+  choices.chosen[shape] = take;
   // The fused kernel wrote last; where it does not serve, the way that does
   // writes the outputs again.
   return take ? Status{} : attend_unfused(r, out, lse, lse_strides);

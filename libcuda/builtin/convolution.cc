@@ -291,6 +291,30 @@ const ConvPlan* find_detour(const Cudnn& api, cudnnHandle_t handle, const ConvKe
   return taken ? *nchw : nullptr;
 }
 
+// Runs a found plan on the stream its handle holds: x, w and y as the
+// plan's descriptors say; forward writes y, transposed (backward-data)
+// reads y (dy) and writes x (dx).
+cudnnStatus_t run_plan(const Cudnn& api, cudnnHandle_t handle, const ConvPlan& plan, bool transposed, int32_t dtype,
+                       void* x, const void* w, void* y, void* work) {
+  if (plan.graph) return plan.graph->run(handle, x, w, y, work);
+  const float one32 = 1, zero32 = 0;
+  const double one64 = 1, zero64 = 0;
+  const void* one = dtype == ScalarType::Double ? static_cast<const void*>(&one64) : &one32;
+  const void* zero = dtype == ScalarType::Double ? static_cast<const void*>(&zero64) : &zero32;
+  return !transposed ? api.forward(handle, one, plan.x, x, plan.w, w, plan.conv, plan.forward_algo, work,
+                                   plan.workspace, zero, plan.y, y)
+                     : api.backward_data(handle, one, plan.w, w, plan.y, y, plan.conv, plan.backward_algo, work,
+                                         plan.workspace, zero, plan.x, x);
+}
+
+// A bias ATen's convolution takes: [C_out], of the output's channels.
+Status check_bias(const Tensor* bias, int64_t out_channels) {
+  if (bias && (bias->sizes.size() != 1 || bias->sizes[0] != out_channels)) {
+    return invalid("bias " + tensor_text(*bias) + " for " + std::to_string(out_channels) + " output channels");
+  }
+  return {};
+}
+
 // The GEMM route's operands for `key`'s convolution: the im2col geometry,
 // the output as out^T [P, C_out] and the weight as weight^T [K, C_out]
 // (views, no copy), for out^T = columns^T weight^T, in which a bias is a
@@ -364,10 +388,7 @@ Status run_gemm_route(const GemmRouteShape& shape, const Tensor& x, const Tensor
   columns_t.sizes = {g.columns(), g.rows()};
   columns_t.strides = {1, g.columns()};
   if (!bias) return matmul(shape.out_t, columns_t, shape.weight_t, 1.0, 0.0);
-  const int64_t out_channels = shape.out_t.sizes[1];
-  if (bias->sizes.size() != 1 || bias->sizes[0] != out_channels) {
-    return invalid("bias " + tensor_text(*bias) + " for " + std::to_string(out_channels) + " output channels");
-  }
+  PTB_CHECK(check_bias(bias, shape.out_t.sizes[1]));
   return addmm_into(shape.out_t, *bias, columns_t, shape.weight_t, 1.0, 1.0, Activation::None);
 }
 
@@ -388,21 +409,13 @@ bool gemm_route_wins(const Cudnn& api, cudnnHandle_t handle, const ConvPlan& pla
   if (!faster) return false;
   // cuDNN's own plan into a second output of the same layout.
   std::string why;
-  Tensor reference = y;
-  reference.storage_offset = 0;
-  auto elements = storage_elements_needed(y.sizes, y.strides, 0);
-  if (!elements) return false;
-  reference.storage = allocate(*elements * 4, kDeviceCuda, y.storage->device_index, why);
-  if (!reference.storage) return false;
+  auto reference = empty_strided_cuda(y.sizes, y.strides, y.dtype, y.storage->device_index, why);
+  if (!reference) return false;
   void* work = plan.workspace ? workspace(key.device, stream, plan.workspace) : nullptr;
   if (plan.workspace && !work) return false;
-  const float one = 1, zero = 0;
-  cudnnStatus_t status = plan.graph ? plan.graph->run(handle, x.data(), w.data(), reference.data(), work)
-                                    : api.forward(handle, &one, plan.x, x.data(), plan.w, w.data(), plan.conv,
-                                                  plan.forward_algo, work, plan.workspace, &zero, plan.y,
-                                                  reference.data());
+  const cudnnStatus_t status = run_plan(api, handle, plan, false, key.dtype, x.data(), w.data(), reference->data(), work);
   if (status != CUDNN_STATUS_SUCCESS || !run_gemm_route(*shape, x, nullptr, stream).ok()) return false;
-  const std::optional<Agreement> agreement = compare(y, reference);
+  const std::optional<Agreement> agreement = compare(y, *reference);
   // float32 sums of the same products in another order: far inside 1e-4 of
   // the largest value. Beyond it the route is wrong, and cuDNN serves.
   const bool agrees = agreement && agreement->within(1e-4);
@@ -562,9 +575,7 @@ Result<std::vector<int64_t>> per_dim(const char* name, const int64_t* values, in
 // output's layout.
 Status add_bias(const Tensor& out, const Tensor* bias, int64_t out_channels) {
   if (!bias) return {};
-  if (bias->sizes.size() != 1 || bias->sizes[0] != out_channels) {
-    return invalid("bias " + tensor_text(*bias) + " for " + std::to_string(out_channels) + " output channels");
-  }
+  PTB_CHECK(check_bias(bias, out_channels));
   Tensor expanded = *bias;
   expanded.sizes = out.sizes;
   expanded.strides.assign(out.sizes.size(), 0);
@@ -695,19 +706,9 @@ Result<Tensor> convolve(const Tensor& input, const Tensor& weight, const Tensor*
   void* work = plan->workspace ? workspace(key.device, stream, plan->workspace) : nullptr;
   if (plan->workspace && !work) return invalid("no workspace of " + std::to_string(plan->workspace) + " bytes for cuDNN");
   cudnnStatus_t status = api->set_stream(handle, stream);
-  const float one32 = 1, zero32 = 0;
-  const double one64 = 1, zero64 = 0;
-  const void* one = input.dtype == ScalarType::Double ? static_cast<const void*>(&one64) : &one32;
-  const void* zero = input.dtype == ScalarType::Double ? static_cast<const void*>(&zero64) : &zero32;
-  if (status == CUDNN_STATUS_SUCCESS && plan->graph) {
-    status = plan->graph->run(handle, x_run->data(), w_run->data(), y_run->data(), work);
-  } else if (status == CUDNN_STATUS_SUCCESS) {
-    // Transposed: x is the output (dx) and y the input (dy).
-    status = !args.transposed
-                 ? api->forward(handle, one, plan->x, x_run->data(), plan->w, w_run->data(), plan->conv,
-                                plan->forward_algo, work, plan->workspace, zero, plan->y, y_run->data())
-                 : api->backward_data(handle, one, plan->w, w_run->data(), plan->y, y_run->data(), plan->conv,
-                                      plan->backward_algo, work, plan->workspace, zero, plan->x, x_run->data());
+  if (status == CUDNN_STATUS_SUCCESS) {
+    status = run_plan(*api, handle, *plan, args.transposed, input.dtype, x_run->data(), w_run->data(), y_run->data(),
+                      work);
   }
   if (status != CUDNN_STATUS_SUCCESS) return invalid(cudnn_text(*api, status));
   if (y_packed) {

@@ -20,8 +20,6 @@
 #include <cuda_bf16.h>
 
 #include <cstdio>
-#include <map>
-#include <mutex>
 #include <tuple>
 
 #include "gemm.h"
@@ -186,16 +184,6 @@ struct Int4Shape {
   }
 };
 
-struct Int4Choices {
-  std::mutex mutex;
-  std::map<Int4Shape, bool> gemm;  // per shape: whether the GEMM way serves
-};
-
-Int4Choices& int4_choices() {
-  static Int4Choices* kept = new Int4Choices;  // outlives every model
-  return *kept;
-}
-
 // out = x @ dequantized weights, by the way this shape's first call chose;
 // that call (outside a capture) times both and compares their results.
 Status int4_mm_into(const Int4Mm& p, const Tensor& x, const Tensor& out, cudaStream_t stream) {
@@ -205,9 +193,10 @@ Status int4_mm_into(const Int4Mm& p, const Tensor& x, const Tensor& out, cudaStr
     return {};
   }
   const Int4Shape shape{x.storage->device_index, p.m, p.n, p.k, p.group, p.inner_tiles};
-  Int4Choices& choices = int4_choices();
+  // Per shape: whether the GEMM way serves.
+  auto& choices = RouteChoices<Int4Shape>::process();
   std::lock_guard lock(choices.mutex);
-  if (auto found = choices.gemm.find(shape); found != choices.gemm.end()) {
+  if (auto found = choices.chosen.find(shape); found != choices.chosen.end()) {
     if (found->second) return dequantized_mm(p, x, out, stream);
     launch_direct(p, stream);
     return {};
@@ -235,7 +224,7 @@ Status int4_mm_into(const Int4Mm& p, const Tensor& x, const Tensor& out, cudaStr
                  static_cast<long long>(p.m), static_cast<long long>(p.n), static_cast<long long>(p.k),
                  agreement ? agreement->difference : -1.0, agreement ? agreement->largest : -1.0);
   }
-  choices.gemm[shape] = gemm;
+  choices.chosen[shape] = gemm;
   return {};  // `out` holds the direct kernel's result, the last one written
 }
 

@@ -8,6 +8,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <map>
+#include <mutex>
 #include <optional>
 
 #include "tensor.h"
@@ -45,6 +47,19 @@ struct Agreement {
 // Both tensors (one shape, any dtypes) read back to the host as float64,
 // which waits for their streams; nullopt when they cannot be read.
 std::optional<Agreement> compare(const Tensor& candidate, const Tensor& reference);
+
+// What each shape's first call chose, for one shim: true where the new way
+// serves. Kept for the process, as the plans of cuBLASLt and cuDNN are:
+// they outlive every model.
+template <class Shape>
+struct RouteChoices {
+  std::mutex mutex;
+  std::map<Shape, bool> chosen;
+  static RouteChoices& process() {
+    static RouteChoices* kept = new RouteChoices;
+    return *kept;
+  }
+};
 
 // Whether `stream` is capturing a CUDA graph: no search may run then.
 bool capturing(cudaStream_t stream);

@@ -233,9 +233,14 @@ std::optional<Tensor> empty_like(const Tensor& like, std::string& why) {
 }
 
 std::optional<Tensor> empty_cuda(const std::vector<int64_t>& sizes, int32_t dtype, int32_t device, std::string& why) {
+  return empty_strided_cuda(sizes, contiguous_strides(sizes), dtype, device, why);
+}
+
+std::optional<Tensor> empty_strided_cuda(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                                         int32_t dtype, int32_t device, std::string& why) {
   Tensor made;
   made.sizes = sizes;
-  made.strides = contiguous_strides(sizes);
+  made.strides = strides;
   made.dtype = dtype;
   auto item = scalar_type_size(dtype);
   auto elements = storage_elements_needed(sizes, made.strides, 0);

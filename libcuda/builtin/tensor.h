@@ -88,6 +88,9 @@ std::string copy_elements(const Tensor& dst, const Tensor& src);
 std::optional<Tensor> empty_like(const Tensor& like, std::string& why);
 // A new contiguous tensor on GPU `device`, on the current stream.
 std::optional<Tensor> empty_cuda(const std::vector<int64_t>& sizes, int32_t dtype, int32_t device, std::string& why);
+// The same with `strides` (the storage the view reaches).
+std::optional<Tensor> empty_strided_cuda(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                                         int32_t dtype, int32_t device, std::string& why);
 
 // Prints "ptbundle aoti runtime: <function>: <why>" on stderr and returns
 // kShimFailure.
