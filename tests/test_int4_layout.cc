@@ -2,8 +2,9 @@
 // the direct kernel walks it word by word (lane l of a warp takes word
 // (n-block, outer tile, l, pair) and its eight nibbles; this walk, checked
 // against eager PyTorch on the GPU, is repeated here), the dequantization
-// asks int4_position where weight (n, k) is. Every weight must be found
-// exactly once, where the walk put it.
+// reads a word at a time and asks int4_weight_at which weights it holds,
+// int4_position asks the other way. Every weight must be found exactly
+// once, where the walk put it.
 #include <set>
 #include <utility>
 
@@ -13,6 +14,7 @@
 #include "int4_layout.h"
 
 using ptb::builtin::int4_position;
+using ptb::builtin::int4_weight_at;
 
 TEST_CASE("int4 layout: the dequantization finds each weight where the direct kernel's walk put it") {
   for (uint32_t tiles : {2u, 4u, 8u}) {
@@ -36,6 +38,9 @@ TEST_CASE("int4 layout: the dequantization finds each weight where the direct ke
                   CHECK(at.word == word);
                   CHECK(at.shift == shift);
                   CHECK(seen.insert({at.word, at.shift}).second);
+                  const auto back = int4_weight_at(word, shift, k_super, tiles);
+                  CHECK(back.n == n);
+                  CHECK(back.k == k);
                 }
               }
             }

@@ -131,17 +131,23 @@ void launch(const Int4Mm& p, cudaStream_t stream) {
 }
 
 // w[n][k] = the dequantized weight (n, k), bfloat16, row-major. n * k < 2^31.
+// A thread per packed word, whose 8 nibbles are 4 pairs of neighbours in k:
+// coalesced reads, one bfloat16 pair written per pair.
 __global__ void int4_dequantize(Int4Mm p, __nv_bfloat16* w) {
-  const uint32_t total = static_cast<uint32_t>(p.n * p.k), k_size = static_cast<uint32_t>(p.k);
+  const uint32_t words = static_cast<uint32_t>(p.n * p.k / 8), k_size = static_cast<uint32_t>(p.k);
   const uint32_t tiles = static_cast<uint32_t>(p.inner_tiles);
   const uint32_t k_super = static_cast<uint32_t>(p.k_super), group = static_cast<uint32_t>(p.group);
-  for (uint32_t index = blockIdx.x * blockDim.x + threadIdx.x; index < total; index += gridDim.x * blockDim.x) {
-    const uint32_t n = index / k_size, k = index % k_size;
-    const Int4Position at = int4_position(n, k, k_super, tiles);
-    const uint32_t q = (static_cast<uint32_t>(p.weights[at.word]) >> at.shift) & 0xfu;
-    const __nv_bfloat16* sz = p.scales + (k / group) * p.scale_strides[0] + n * p.scale_strides[1];
-    const float scale = __bfloat162float(sz[0]), zero = __bfloat162float(sz[p.scale_strides[2]]);
-    w[index] = __float2bfloat16_rn((static_cast<float>(q) - 8.f) * scale + zero);
+  for (uint32_t word = blockIdx.x * blockDim.x + threadIdx.x; word < words; word += gridDim.x * blockDim.x) {
+    const uint32_t bits = static_cast<uint32_t>(__ldg(p.weights + word));
+#pragma unroll
+    for (uint32_t slot = 0; slot < 4; ++slot) {
+      const Int4Weight at = int4_weight_at(word, slot * 4, k_super, tiles);  // parity 0; k + 1 is at bit + 16
+      const __nv_bfloat16* sz = p.scales + (at.k / group) * p.scale_strides[0] + at.n * p.scale_strides[1];
+      const float scale = __bfloat162float(sz[0]), zero = __bfloat162float(sz[p.scale_strides[2]]) - 8.f * scale;
+      const float even = static_cast<float>((bits >> (slot * 4)) & 0xfu) * scale + zero;
+      const float odd = static_cast<float>((bits >> (16 + slot * 4)) & 0xfu) * scale + zero;
+      *reinterpret_cast<__nv_bfloat162*>(w + static_cast<uint64_t>(at.n) * k_size + at.k) = __floats2bfloat162_rn(even, odd);
+    }
   }
 }
 
@@ -151,7 +157,7 @@ Status dequantized_mm(const Int4Mm& p, const Tensor& x, const Tensor& out, cudaS
   auto w = empty_cuda({p.n, p.k}, ScalarType::BFloat16, x.storage->device_index, why);
   if (!w) return invalid(why);
   constexpr int kThreads = 256;
-  const int64_t blocks = std::min<int64_t>((p.n * p.k + kThreads - 1) / kThreads, 1 << 16);
+  const int64_t blocks = std::min<int64_t>((p.n * p.k / 8 + kThreads - 1) / kThreads, 1 << 16);
   int4_dequantize<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, static_cast<__nv_bfloat16*>(w->data()));
   if (cudaError_t code = cudaGetLastError(); code != cudaSuccess) return invalid(cudaGetErrorString(code));
   Tensor w_t = *w;  // [k, n]: the weights transposed, as a view

@@ -259,3 +259,24 @@ PTB_SHIM_EXPORT AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHan
                                                                    int64_t qGroupSize,
                                                                    AtenTensorHandle qScaleAndZeros,
                                                                    AtenTensorHandle* ret0);
+
+// Weight-only products on ExecuTorch's plain layouts (plain_mm.cu,
+// plain_layout.h): x [m, k] bfloat16 times the weights of n rows, packed 4,
+// 5, 6 or 8 bits a weight with per-group scales (and zeros), into a new
+// [m, n] bfloat16 tensor.
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_cuda_int4_plain_mm(AtenTensorHandle self, AtenTensorHandle qdata,
+                                                             AtenTensorHandle scale, AtenTensorHandle scale_step,
+                                                             AtenTensorHandle zero, AtenTensorHandle zero_point_step,
+                                                             int64_t group_size, AtenTensorHandle* ret0);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_cuda_int5_plain_mm(AtenTensorHandle self, AtenTensorHandle ql,
+                                                             AtenTensorHandle qh, AtenTensorHandle scale,
+                                                             AtenTensorHandle scale_step, AtenTensorHandle zero,
+                                                             AtenTensorHandle zero_point_step, int64_t group_size,
+                                                             AtenTensorHandle* ret0);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_cuda_int6_plain_mm(AtenTensorHandle self, AtenTensorHandle ql,
+                                                             AtenTensorHandle qh, AtenTensorHandle scale,
+                                                             AtenTensorHandle steps, int64_t group_size,
+                                                             AtenTensorHandle* ret0);
+PTB_SHIM_EXPORT AOTITorchError aoti_torch_cuda_int8_plain_mm(AtenTensorHandle self, AtenTensorHandle qdata,
+                                                             AtenTensorHandle scale, AtenTensorHandle zero,
+                                                             int64_t group_size, AtenTensorHandle* ret0);

@@ -1,0 +1,110 @@
+// ExecuTorch's plain weight-only layouts: what its CUDA backend's
+// int4/int5/int6/int8_plain_mm ops read (backends/cuda/runtime/shims/
+// int*_plain_mm.h, as of its 2026-08 tree; earlier trees kept other
+// layouts). Per row n of the weights, k in natural order:
+//
+//   int4  ql [n, k/2] uint8: weight k in the nibble k%2 of byte k/2 (even k
+//         low); scale and zero codes [n, k/group] uint8, each times an fp16
+//         step per 256 weights [n, k/256]: w = scale * (u - zero)
+//   int5  int4's nibbles plus a high bit: qh [n, k/8], 4 bytes per 32
+//         weights, byte (k%32)/8 of them (one per group of 8); bit j holds
+//         the high bit of the group's j-th even weight, bit 4+j of its j-th
+//         odd one; scale and zero as int4's
+//   int6  int4's nibbles plus two high bits: qh [n, k/4], 8 bytes per 32
+//         weights, the 4 bytes of even weights then the 4 of odd ones, byte
+//         (k%32)/8 of each half; bits 2j..2j+1 the j-th even (odd) weight's
+//         high bits; signed int8 scale codes [n, k/group] times an fp16 step
+//         per 256 weights; no zero: w = scale * (u - 32)
+//   int8  qdata [n, k] int8; bf16 scales and int8 zeros [n, k/group]:
+//         w = scale * (q - zero)
+//
+// plain_mm.cu's kernels read weights through these functions; the CPU
+// tests check them against bytes laid out by those descriptions.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "host_device.h"
+
+namespace ptb::builtin {
+
+struct PlainWeights {
+  int32_t bits = 4;                    // 4, 5, 6 or 8
+  const uint8_t* ql = nullptr;         // int4/5/6: [n, k/2]; int8: [n, k] int8
+  const uint8_t* qh = nullptr;         // int5: [n, k/8]; int6: [n, k/4]
+  const uint8_t* scale = nullptr;      // codes [n, k/group]; int8: bf16 [n, k/group]
+  const uint16_t* scale_step = nullptr;  // fp16 [n, k/256] (int4/5/6)
+  const uint8_t* zero = nullptr;       // int4/5: uint8 codes, int8: int8 [n, k/group]
+  const uint16_t* zero_step = nullptr;   // fp16 [n, k/256] (int4/5)
+  uint32_t k = 0, group = 0;
+};
+
+PTB_HOST_DEVICE inline float float_of_bits(uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  float value;
+  std::memcpy(&value, &bits, 4);
+  return value;
+#endif
+}
+
+PTB_HOST_DEVICE inline float half_bits_to_float(uint16_t bits) {
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1fu, mantissa = bits & 0x3ffu;
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in float
+    const float magnitude = static_cast<float>(mantissa) * (1.f / 16777216.f);
+    return sign ? -magnitude : magnitude;
+  }
+  const uint32_t wide_exponent = exponent == 31 ? 255u : exponent - 15 + 127;
+  return float_of_bits(sign | (wide_exponent << 23) | (mantissa << 13));
+}
+
+PTB_HOST_DEVICE inline float bfloat16_bits_to_float(uint16_t bits) { return float_of_bits(static_cast<uint32_t>(bits) << 16); }
+
+// The stored value of weight (n, k): unsigned for int4/5/6, signed for int8.
+PTB_HOST_DEVICE inline int32_t plain_code(const PlainWeights& w, uint32_t n, uint32_t k) {
+  if (w.bits == 8) return static_cast<int8_t>(w.ql[static_cast<uint64_t>(n) * w.k + k]);
+  const uint32_t low = (w.ql[static_cast<uint64_t>(n) * (w.k / 2) + k / 2] >> ((k % 2) * 4)) & 0xfu;
+  const uint32_t in_group = k % 8, of_32 = (k % 32) / 8;
+  if (w.bits == 5) {
+    const uint8_t high = w.qh[static_cast<uint64_t>(n) * (w.k / 8) + (k / 32) * 4 + of_32];
+    return static_cast<int32_t>(low | (((high >> ((in_group % 2) * 4 + in_group / 2)) & 1u) << 4));
+  }
+  if (w.bits == 6) {
+    const uint8_t high = w.qh[static_cast<uint64_t>(n) * (w.k / 4) + (k / 32) * 8 + (in_group % 2) * 4 + of_32];
+    return static_cast<int32_t>(low | (((high >> ((in_group / 2) * 2)) & 3u) << 4));
+  }
+  return static_cast<int32_t>(low);
+}
+
+// Weight (n, k) is scale * (code - zero), both per group of k.
+struct PlainGroup {
+  float scale = 0, zero = 0;
+};
+
+PTB_HOST_DEVICE inline PlainGroup plain_group(const PlainWeights& w, uint32_t n, uint32_t k) {
+  const uint64_t group = static_cast<uint64_t>(n) * (w.k / w.group) + k / w.group;
+  const uint64_t step = static_cast<uint64_t>(n) * (w.k / 256) + k / 256;
+  PlainGroup g;
+  if (w.bits == 8) {
+    // Little-endian bytes, as the GPU and every host ptbundle runs on keep them.
+    g.scale = bfloat16_bits_to_float(static_cast<uint16_t>(w.scale[group * 2] | (w.scale[group * 2 + 1] << 8)));
+    g.zero = static_cast<float>(static_cast<int8_t>(w.zero[group]));
+  } else if (w.bits == 6) {
+    g.scale = static_cast<float>(static_cast<int8_t>(w.scale[group])) * half_bits_to_float(w.scale_step[step]);
+    g.zero = 32.f;
+  } else {
+    g.scale = static_cast<float>(w.scale[group]) * half_bits_to_float(w.scale_step[step]);
+    g.zero = static_cast<float>(w.zero[group]) * half_bits_to_float(w.zero_step[step]);
+  }
+  return g;
+}
+
+PTB_HOST_DEVICE inline float plain_weight(const PlainWeights& w, uint32_t n, uint32_t k) {
+  const PlainGroup g = plain_group(w, n, k);
+  return g.scale * (static_cast<float>(plain_code(w, n, k)) - g.zero);
+}
+
+}  // namespace ptb::builtin

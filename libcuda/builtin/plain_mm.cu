@@ -1,0 +1,190 @@
+// Weight-only integer matrix products on ExecuTorch's plain layouts
+// (plain_layout.h): int4/int5/int6/int8_plain_mm, what its CUDA backend's
+// quantized Linear compiles to. out [m, n] bfloat16 = x [m, k] bfloat16
+// times the dequantized weights transposed, accumulated in float32.
+//
+// ExecuTorch's own kernels quantize x to int8 per 32 values and multiply
+// with dp4a; these dequantize each weight exactly and multiply by x as
+// given, so they match a dequantize-then-Linear reference more closely
+// than ExecuTorch's runtime does.
+//
+// Two ways, by the number of rows: a warp per output column over up to 8
+// rows of x at a time (decoding: one pass over the weights per 8 rows); or,
+// from kGemmRows rows where cuBLASLt opens, the weights dequantized into a
+// bfloat16 [n, k] matrix and one GEMM on the tensor cores. Below kGemmRows
+// the direct kernel reads each weight byte at most kGemmRows / 8 times,
+// which costs less than writing and reading back 2 bytes a weight.
+#include <cuda_bf16.h>
+
+#include <string>
+
+#include "cuda_libraries.h"
+#include "gemm.h"
+#include "plain_layout.h"
+#include "plain_mm.h"
+#include "shim_support.h"
+
+using namespace ptb;
+using namespace ptb::builtin;
+
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int64_t kGemmRows = 64;
+constexpr int64_t kGemmWeightBytes = 256ll << 20;
+
+struct PlainMm {
+  PlainWeights w;
+  const __nv_bfloat16* x = nullptr;
+  int64_t x_row = 0, x_col = 1;  // strides in elements
+  int64_t m = 0, n = 0;
+  __nv_bfloat16* out = nullptr;  // [m, n], contiguous
+};
+
+// Lane l takes weights [8l, 8l + 8) of every 256: a group (at least 8
+// weights, aligned) is decoded once per 8 weights.
+template <int kRows>
+__global__ void __launch_bounds__(kWarps * 32) plain_mm(PlainMm p) {
+  const int lane = threadIdx.x % 32;
+  const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kRows;
+  if (n >= p.n) return;  // the whole warp: n is the warp's
+  const int rows = static_cast<int>(p.m - m0 < kRows ? p.m - m0 : kRows);
+  float acc[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = 0;
+  const uint32_t column = static_cast<uint32_t>(n);
+  for (uint32_t k0 = lane * 8; k0 < p.w.k; k0 += 256) {
+    const PlainGroup g = plain_group(p.w, column, k0);
+    float weights[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) weights[j] = g.scale * (static_cast<float>(plain_code(p.w, column, k0 + j)) - g.zero);
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (r >= rows) break;
+      const __nv_bfloat16* xs = p.x + (m0 + r) * p.x_row + static_cast<int64_t>(k0) * p.x_col;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[r] = fmaf(__bfloat162float(xs[j * p.x_col]), weights[j], acc[r]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    for (int offset = 16; offset > 0; offset /= 2) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], offset);
+    if (lane == 0 && r < rows) p.out[(m0 + r) * p.n + n] = __float2bfloat16_rn(acc[r]);
+  }
+}
+
+template <int kRows>
+void launch(const PlainMm& p, cudaStream_t stream) {
+  dim3 grid(static_cast<unsigned>((p.n + kWarps - 1) / kWarps), static_cast<unsigned>((p.m + kRows - 1) / kRows));
+  plain_mm<kRows><<<grid, kWarps * 32, 0, stream>>>(p);
+}
+
+void launch_direct(const PlainMm& p, cudaStream_t stream) {
+  if (p.m == 1) launch<1>(p, stream);
+  else if (p.m == 2) launch<2>(p, stream);
+  else if (p.m <= 4) launch<4>(p, stream);
+  else launch<8>(p, stream);
+}
+
+// w[n][k] = the dequantized weight (n, k), bfloat16, row-major; n * k < 2^31.
+__global__ void plain_dequantize(PlainWeights weights, uint32_t n_size, __nv_bfloat16* w) {
+  const uint32_t total = n_size * weights.k;
+  for (uint32_t index = blockIdx.x * blockDim.x + threadIdx.x; index < total; index += gridDim.x * blockDim.x) {
+    w[index] = __float2bfloat16_rn(plain_weight(weights, index / weights.k, index % weights.k));
+  }
+}
+
+Status dequantized_mm(const PlainMm& p, const Tensor& x, const Tensor& out, cudaStream_t stream) {
+  std::string why;
+  auto w = empty_cuda({p.n, static_cast<int64_t>(p.w.k)}, ScalarType::BFloat16, x.storage->device_index, why);
+  if (!w) return invalid(why);
+  constexpr int kThreads = 256;
+  const int64_t blocks = std::min<int64_t>((p.n * p.w.k + kThreads - 1) / kThreads, 1 << 16);
+  plain_dequantize<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p.w, static_cast<uint32_t>(p.n),
+                                                                            static_cast<__nv_bfloat16*>(w->data()));
+  if (cudaError_t code = cudaGetLastError(); code != cudaSuccess) return invalid(cudaGetErrorString(code));
+  Tensor w_t = *w;  // [k, n]: the weights transposed, as a view
+  w_t.sizes = {static_cast<int64_t>(p.w.k), p.n};
+  w_t.strides = {1, static_cast<int64_t>(p.w.k)};
+  return matmul(out, x, w_t, 1.0, 0.0);
+}
+
+AOTITorchError run(const char* function, int bits, const PlainArgs& a, AtenTensorHandle* ret0) {
+  if (!ret0) return fail(function, "null output handle");
+  std::string why = check_plain_mm(bits, a);
+  if (!why.empty()) return fail(function, why);
+  const Tensor& x = *a.x;
+  PlainMm p;
+  p.m = x.sizes[0];
+  p.n = a.ql->sizes[0];
+  p.w.bits = bits;
+  p.w.k = static_cast<uint32_t>(x.sizes[1]);
+  p.w.group = static_cast<uint32_t>(a.group);
+  p.w.ql = static_cast<const uint8_t*>(a.ql->data());
+  p.w.qh = a.qh ? static_cast<const uint8_t*>(a.qh->data()) : nullptr;
+  p.w.scale = static_cast<const uint8_t*>(a.scale->data());
+  p.w.scale_step = a.scale_step ? static_cast<const uint16_t*>(a.scale_step->data()) : nullptr;
+  p.w.zero = a.zero ? static_cast<const uint8_t*>(a.zero->data()) : nullptr;
+  p.w.zero_step = a.zero_step ? static_cast<const uint16_t*>(a.zero_step->data()) : nullptr;
+  if ((p.m + 7) / 8 > 65535) return fail(function, "self has " + std::to_string(p.m) + " rows; at most 524280 here");
+  auto out = empty_cuda({p.m, p.n}, ScalarType::BFloat16, x.storage->device_index, why);
+  if (!out) return fail(function, why);
+  p.x = static_cast<const __nv_bfloat16*>(x.data());
+  p.x_row = x.strides[0];
+  p.x_col = x.strides[1];
+  p.out = static_cast<__nv_bfloat16*>(out->data());
+  if (p.m > 0 && p.n > 0) {
+    const cudaStream_t stream = stream_for(x);
+    const bool gemm = p.m >= kGemmRows && p.n * p.w.k < (int64_t{1} << 31) && p.n * p.w.k * 2 <= kGemmWeightBytes &&
+                      cublas_lt() != nullptr;
+    // Where the GEMM cannot run after all, the direct kernel serves.
+    if (!gemm || !dequantized_mm(p, x, *out, stream).ok()) launch_direct(p, stream);
+    if (check_launch(function) != kShimSuccess) return kShimFailure;
+  }
+  return hand_to_library(function, std::move(*out), ret0);
+}
+
+}  // namespace
+
+AOTITorchError aoti_torch_cuda_int4_plain_mm(AtenTensorHandle self, AtenTensorHandle qdata, AtenTensorHandle scale,
+                                             AtenTensorHandle scale_step, AtenTensorHandle zero,
+                                             AtenTensorHandle zero_point_step, int64_t group_size,
+                                             AtenTensorHandle* ret0) {
+  const char* function = "aoti_torch_cuda_int4_plain_mm";
+  for (AtenTensorHandle h : {self, qdata, scale, scale_step, zero, zero_point_step}) PTB_NEED(h, function);
+  PlainArgs a{tensor_of(self), tensor_of(qdata), nullptr, tensor_of(scale), tensor_of(scale_step), tensor_of(zero),
+              tensor_of(zero_point_step), group_size};
+  return run(function, 4, a, ret0);
+}
+
+AOTITorchError aoti_torch_cuda_int5_plain_mm(AtenTensorHandle self, AtenTensorHandle ql, AtenTensorHandle qh,
+                                             AtenTensorHandle scale, AtenTensorHandle scale_step,
+                                             AtenTensorHandle zero, AtenTensorHandle zero_point_step,
+                                             int64_t group_size, AtenTensorHandle* ret0) {
+  const char* function = "aoti_torch_cuda_int5_plain_mm";
+  for (AtenTensorHandle h : {self, ql, qh, scale, scale_step, zero, zero_point_step}) PTB_NEED(h, function);
+  PlainArgs a{tensor_of(self),       tensor_of(ql),   tensor_of(qh),
+              tensor_of(scale),      tensor_of(scale_step), tensor_of(zero),
+              tensor_of(zero_point_step), group_size};
+  return run(function, 5, a, ret0);
+}
+
+AOTITorchError aoti_torch_cuda_int6_plain_mm(AtenTensorHandle self, AtenTensorHandle ql, AtenTensorHandle qh,
+                                             AtenTensorHandle scale, AtenTensorHandle steps, int64_t group_size,
+                                             AtenTensorHandle* ret0) {
+  const char* function = "aoti_torch_cuda_int6_plain_mm";
+  for (AtenTensorHandle h : {self, ql, qh, scale, steps}) PTB_NEED(h, function);
+  PlainArgs a{tensor_of(self), tensor_of(ql), tensor_of(qh), tensor_of(scale), tensor_of(steps), nullptr, nullptr,
+              group_size};
+  return run(function, 6, a, ret0);
+}
+
+AOTITorchError aoti_torch_cuda_int8_plain_mm(AtenTensorHandle self, AtenTensorHandle qdata, AtenTensorHandle scale,
+                                             AtenTensorHandle zero, int64_t group_size, AtenTensorHandle* ret0) {
+  const char* function = "aoti_torch_cuda_int8_plain_mm";
+  for (AtenTensorHandle h : {self, qdata, scale, zero}) PTB_NEED(h, function);
+  PlainArgs a{tensor_of(self), tensor_of(qdata), nullptr, tensor_of(scale), nullptr, tensor_of(zero), nullptr,
+              group_size};
+  return run(function, 8, a, ret0);
+}
