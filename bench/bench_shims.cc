@@ -251,6 +251,29 @@ Error call_int4_mm(Module& m, std::vector<Handle>& in, std::vector<Handle>& made
   return error;
 }
 
+// ExecuTorch's plain layouts: the inputs in the order of the op's
+// arguments, then the group size. Each arity is one op, looked up once.
+template <int kTensors>
+Error call_plain_mm(Module& m, const char* name, int64_t group, std::vector<Handle>& in, std::vector<Handle>& made) {
+  Handle out = nullptr;
+  Error error = 0;
+  if constexpr (kTensors == 4) {
+    static auto f = m.get<Fn<Handle, Handle, Handle, Handle, int64_t, Handle*>>(name);
+    error = f(in[0], in[1], in[2], in[3], group, &out);
+  } else if constexpr (kTensors == 5) {
+    static auto f = m.get<Fn<Handle, Handle, Handle, Handle, Handle, int64_t, Handle*>>(name);
+    error = f(in[0], in[1], in[2], in[3], in[4], group, &out);
+  } else if constexpr (kTensors == 6) {
+    static auto f = m.get<Fn<Handle, Handle, Handle, Handle, Handle, Handle, int64_t, Handle*>>(name);
+    error = f(in[0], in[1], in[2], in[3], in[4], in[5], group, &out);
+  } else {
+    static auto f = m.get<Fn<Handle, Handle, Handle, Handle, Handle, Handle, Handle, int64_t, Handle*>>(name);
+    error = f(in[0], in[1], in[2], in[3], in[4], in[5], in[6], group, &out);
+  }
+  made.push_back(out);
+  return error;
+}
+
 // The last value aoti_torch_item_float32 returned: item's output, which is
 // no tensor, for --outputs.
 float item_value = 0;
@@ -261,7 +284,8 @@ Error call_item(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
 }
 
 constexpr int32_t kF32 = ScalarType::Float, kBF16 = ScalarType::BFloat16, kI64 = ScalarType::Long,
-                  kI32 = ScalarType::Int, kBool = ScalarType::Bool;
+                  kI32 = ScalarType::Int, kBool = ScalarType::Bool, kF16 = ScalarType::Half, kU8 = ScalarType::Byte,
+                  kI8 = ScalarType::Char;
 
 Input normal(int32_t dtype, std::vector<int64_t> shape) { return {dtype, std::move(shape), Fill::Normal, 0}; }
 Input index(std::vector<int64_t> shape, int64_t bound) { return {kI64, std::move(shape), Fill::Index, bound}; }
@@ -323,7 +347,7 @@ std::vector<Case> cases() {
   add("sdpa_efficient_causal_f32", "_scaled_dot_product_efficient_attention", qkv(kF32, 128), R"({"causal": true})",
       efficient_attention(true));
   auto with_bias = qkv(kF32, 128);
-  with_bias.push_back(normal(kF32, {1, 1, 128, 128}));
+  with_bias.push_back(normal(kF32, {1, 8, 128, 128}));  // ATen's efficient kernel takes it per head
   add("sdpa_efficient_bias_f32", "_scaled_dot_product_efficient_attention", with_bias, R"({"causal": false})",
       efficient_attention(false));
   add("sdpa_flash_bf16", "_scaled_dot_product_flash_attention", qkv(kBF16, 128), R"({"causal": false})",
@@ -366,6 +390,36 @@ std::vector<Case> cases() {
         {normal(kBF16, {rows, 4096}), {kI32, {512, 32, 32, 4}, Fill::Bits, 0}, normal(kBF16, {32, 4096, 2})},
         R"({"group": 128})", call_int4_mm);
   }
+  // ExecuTorch's plain layouts for n = k = 4096: int4 in groups of 128,
+  // int5 of 32 (Q5_K), int6 of 16 (Q6_K), int8 of 32; for a token, and int4
+  // also for 64 rows (the GEMM way).
+  auto bits = [](int32_t dtype, std::vector<int64_t> shape) { return Input{dtype, std::move(shape), Fill::Bits, 0}; };
+  constexpr int64_t kN = 4096, kK = 4096;
+  for (int64_t rows : {1, 64}) {
+    add("int4_plain_mm_m" + std::to_string(rows), "int4_plain_mm",
+        {normal(kBF16, {rows, kK}), bits(kU8, {kN, kK / 2}), bits(kU8, {kN, kK / 128}), normal(kF16, {kN, kK / 256}),
+         bits(kU8, {kN, kK / 128}), normal(kF16, {kN, kK / 256})},
+        R"({"bits": 4, "group": 128})", [](Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
+          return call_plain_mm<6>(m, "aoti_torch_cuda_int4_plain_mm", 128, in, made);
+        });
+  }
+  add("int5_plain_mm_m1", "int5_plain_mm",
+      {normal(kBF16, {1, kK}), bits(kU8, {kN, kK / 2}), bits(kU8, {kN, kK / 8}), bits(kU8, {kN, kK / 32}),
+       normal(kF16, {kN, kK / 256}), bits(kU8, {kN, kK / 32}), normal(kF16, {kN, kK / 256})},
+      R"({"bits": 5, "group": 32})", [](Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
+        return call_plain_mm<7>(m, "aoti_torch_cuda_int5_plain_mm", 32, in, made);
+      });
+  add("int6_plain_mm_m1", "int6_plain_mm",
+      {normal(kBF16, {1, kK}), bits(kU8, {kN, kK / 2}), bits(kU8, {kN, kK / 4}), bits(kI8, {kN, kK / 16}),
+       normal(kF16, {kN, kK / 256})},
+      R"({"bits": 6, "group": 16})", [](Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
+        return call_plain_mm<5>(m, "aoti_torch_cuda_int6_plain_mm", 16, in, made);
+      });
+  add("int8_plain_mm_m1", "int8_plain_mm",
+      {normal(kBF16, {1, kK}), bits(kI8, {kN, kK}), normal(kBF16, {kN, kK / 32}), bits(kI8, {kN, kK / 32})},
+      R"({"bits": 8, "group": 32})", [](Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
+        return call_plain_mm<4>(m, "aoti_torch_cuda_int8_plain_mm", 32, in, made);
+      });
   add("item_f32", "item_float32", {normal(kF32, {1})}, "{}", call_item);
   return all;
 }
@@ -412,6 +466,9 @@ std::vector<uint8_t> host_values(const Input& input, std::mt19937_64& random) {
       std::memcpy(at, &value, 4);
     } else if (input.fill == Fill::Normal && input.dtype == kBF16) {
       uint16_t value = float_to_bfloat16(normal(random));
+      std::memcpy(at, &value, 2);
+    } else if (input.fill == Fill::Normal && input.dtype == kF16) {
+      uint16_t value = float_to_half(normal(random));
       std::memcpy(at, &value, 2);
     } else if (input.fill == Fill::Index) {
       int64_t value = static_cast<int64_t>(random() % static_cast<uint64_t>(input.bound));

@@ -47,6 +47,40 @@ def conv(t, p):
                             [0] * d, p["groups"])
 
 
+def plain_weights(bits, t, group):
+    """ExecuTorch's plain int4/5/6/8 weights (its CUDA backend's *_plain_mm
+    ops) dequantized to float32 [n, k], as their headers describe the
+    layouts: codes in natural k order, int5/int6 high bits in planes
+    arranged per 32 weights; w = scale * (code - zero), with fp16 steps per
+    256 weights for the int4/5/6 scale (and zero) codes."""
+    ql = t[1]
+    n, k = ql.shape[0], t[0].shape[1]
+    idx = torch.arange(k, device=ql.device)
+    groups, steps = idx // group, idx // 256
+    if bits == 8:
+        return t[2].float()[:, groups] * (ql.float() - t[3].float()[:, groups])
+    codes = torch.stack([ql & 0xF, ql >> 4], dim=-1).reshape(n, k).int()
+    in8, of32 = idx % 8, (idx % 32) // 8
+    if bits == 5:
+        high = (t[2].int()[:, (idx // 32) * 4 + of32] >> ((in8 % 2) * 4 + in8 // 2)) & 1
+        codes = codes | (high << 4)
+    elif bits == 6:
+        high = (t[2].int()[:, (idx // 32) * 8 + (in8 % 2) * 4 + of32] >> ((in8 // 2) * 2)) & 3
+        codes = codes | (high << 4)
+    rest = t[2:] if bits == 4 else t[3:]
+    scale = rest[0].float()[:, groups] * rest[1].float()[:, steps]
+    if bits == 6:
+        return scale * (codes.float() - 32)
+    zero = rest[2].float()[:, groups] * rest[3].float()[:, steps]
+    return scale * (codes.float() - zero)
+
+
+def plain_mm(t, p):
+    """No eager op exists: PyTorch's reference is the dequantized weights and
+    a float32 Linear, rounded to bfloat16 as the op returns it."""
+    return (t[0].float() @ plain_weights(p["bits"], t, p["group"]).t()).to(torch.bfloat16)
+
+
 # PyTorch's op for each shim, on a case's inputs in the order bench_shims
 # lists them (an input it lists last for an `_out` shim is the output).
 EAGER = {
@@ -75,6 +109,10 @@ EAGER = {
     "randn": lambda t, p: torch.randn(64, 1024, device="cuda"),
     "_weight_int4pack_mm": lambda t, p: aten._weight_int4pack_mm(t[0], t[1], p["group"], t[2]),
     "item_float32": lambda t, p: t[0].item(),
+    "int4_plain_mm": plain_mm,
+    "int5_plain_mm": plain_mm,
+    "int6_plain_mm": plain_mm,
+    "int8_plain_mm": plain_mm,
 }
 
 
@@ -86,7 +124,8 @@ def reads_back(case):
 
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
-          "bool": torch.bool, "float16": torch.float16, "float64": torch.float64, "uint8": torch.uint8}
+          "bool": torch.bool, "float16": torch.float16, "float64": torch.float64, "uint8": torch.uint8,
+          "int8": torch.int8}
 
 # PyTorch's results that are compared, by shim: the attention entry points
 # also return the log-sum-exp (whose padding ATen leaves unspecified) and
@@ -172,6 +211,10 @@ def make_input(spec):
         return torch.randint(0, spec["bound"], shape, device="cuda", dtype=dtype)
     if fill == "mask":
         return torch.rand(shape, device="cuda") < 0.5
+    if dtype == torch.uint8:
+        return torch.randint(0, 256, shape, device="cuda", dtype=dtype)
+    if dtype == torch.int8:
+        return torch.randint(-128, 128, shape, device="cuda", dtype=dtype)
     return torch.randint(-2**31, 2**31 - 1, shape, device="cuda", dtype=torch.int32)
 
 

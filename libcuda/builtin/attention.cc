@@ -322,6 +322,12 @@ Status attend(const AttentionRequest& r, const Tensor& out, float* lse, const in
                  static_cast<long long>(E), static_cast<long long>(Lk), agreement ? agreement->difference : -1.0,
                  agreement ? agreement->largest : -1.0);
   }
+  if (tracing()) {
+    std::fprintf(stderr, "attention [%lld, %lld, %lld, %lld] over %lld keys: fused %.4f ms against unfused %.4f ms: %s\n",
+                 static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(Lq),
+                 static_cast<long long>(E), static_cast<long long>(Lk), fused_ms, unfused_ms,
+                 take ? "fused" : "unfused");
+  }
   choices.chosen[shape] = take;
   // The fused kernel wrote last; where it does not serve, the way that does
   // writes the outputs again.

@@ -165,13 +165,6 @@ void* workspace(int device, cudaStream_t stream, size_t bytes) {
   return data;
 }
 
-// PTB_TRACE_CUDNN=1: each search's candidates on stderr, for the speed work
-// (there is no profiler on every GPU machine).
-bool tracing() {
-  static const bool on = std::getenv("PTB_TRACE_CUDNN") != nullptr;
-  return on;
-}
-
 // PTB_CUDNN_GRAPH=0: the legacy algorithms only, to compare against.
 bool graph_enabled() {
   static const bool on = [] {

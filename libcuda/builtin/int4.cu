@@ -230,6 +230,11 @@ Status int4_mm_into(const Int4Mm& p, const Tensor& x, const Tensor& out, cudaStr
                  static_cast<long long>(p.m), static_cast<long long>(p.n), static_cast<long long>(p.k),
                  agreement ? agreement->difference : -1.0, agreement ? agreement->largest : -1.0);
   }
+  if (tracing()) {
+    std::fprintf(stderr, "_weight_int4pack_mm %lldx%lldx%lld: GEMM %.4f ms against direct %.4f ms: %s\n",
+                 static_cast<long long>(p.m), static_cast<long long>(p.n), static_cast<long long>(p.k), gemm_ms,
+                 direct_ms, gemm ? "GEMM" : "direct");
+  }
   choices.chosen[shape] = gemm;
   return {};  // `out` holds the direct kernel's result, the last one written
 }

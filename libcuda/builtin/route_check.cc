@@ -2,6 +2,7 @@
 #include "route_check.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <vector>
 
 namespace ptb::builtin {
@@ -43,6 +44,11 @@ bool capturing(cudaStream_t stream) {
     return true;  // unknown: take no chances
   }
   return status != cudaStreamCaptureStatusNone;
+}
+
+bool tracing() {
+  static const bool on = std::getenv("PTB_TRACE_CUDNN") != nullptr;
+  return on;
 }
 
 }  // namespace ptb::builtin
