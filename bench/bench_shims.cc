@@ -420,6 +420,17 @@ std::vector<Case> cases() {
       R"({"bits": 8, "group": 32})", [](Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
         return call_plain_mm<4>(m, "aoti_torch_cuda_int8_plain_mm", 32, in, made);
       });
+  // What one GPU allocation and its release cost the host (every shim that
+  // returns a tensor makes one): against PyTorch's caching allocator.
+  add("empty_f32", "empty_strided", {}, "{}", [](Module& m, std::vector<Handle>&, std::vector<Handle>& made) {
+    static auto f = m.get<Fn<int64_t, const int64_t*, const int64_t*, int32_t, int32_t, int32_t, Handle*>>(
+        "aoti_torch_empty_strided");
+    const int64_t sizes[2] = {1024, 1024}, strides[2] = {1024, 1};
+    Handle out = nullptr;
+    Error error = f(2, sizes, strides, kF32, 1 /* CUDA */, 0, &out);
+    made.push_back(out);
+    return error;
+  });
   add("item_f32", "item_float32", {normal(kF32, {1})}, "{}", call_item);
   return all;
 }

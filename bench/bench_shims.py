@@ -109,6 +109,7 @@ EAGER = {
     "randn": lambda t, p: torch.randn(64, 1024, device="cuda"),
     "_weight_int4pack_mm": lambda t, p: aten._weight_int4pack_mm(t[0], t[1], p["group"], t[2]),
     "item_float32": lambda t, p: t[0].item(),
+    "empty_strided": lambda t, p: torch.empty(1024, 1024, device="cuda"),
     "int4_plain_mm": plain_mm,
     "int5_plain_mm": plain_mm,
     "int6_plain_mm": plain_mm,
@@ -178,6 +179,9 @@ def check(case, eager_result, row):
     ours = [None if spec is None else read_output(spec) for spec in specs]
     if case["shim"] in ("rand", "randn", "randint_low_out"):
         return check_sampler(case, ours)
+    if case["shim"] == "empty_strided":  # its values are whatever the memory held
+        same = list(ours[0].shape) == list(eager_result.shape) and ours[0].dtype == eager_result.dtype
+        return "ok shape" if same else "FAIL shape"
     theirs = as_list(eager_result)[:COMPARED.get(case["shim"], len(specs))]
     worst = 0.0
     for j, ref in enumerate(theirs):

@@ -33,7 +33,8 @@ using namespace ptb::builtin;
 namespace {
 
 constexpr int kWarps = 8;
-constexpr int kMaxTileK = 8 * 16;  // tinygemm's inner k tiles are 2, 4 or 8
+constexpr int kMaxTiles = 8;  // tinygemm's inner k tiles are 2, 4 or 8
+constexpr int kMaxTileK = kMaxTiles * 16;
 
 struct Int4Mm {
   const __nv_bfloat16* x = nullptr;
@@ -65,6 +66,26 @@ __global__ void __launch_bounds__(kWarps * 32) int4_mm(Int4Mm p) {
     const int tiles_now = left < kWarps ? static_cast<int>(left) : kWarps;
     const int span = tiles_now * tile_k;
     const int64_t k0 = base * tile_k;
+    // This warp's words and its column's scales first, all loads at once:
+    // they are in flight while x is staged.
+    const bool mine = warp < tiles_now;
+    const int64_t outer = base + (mine ? warp : 0);
+    const int32_t* words = p.weights + ((nb * p.k_super + outer) * 32 + lane) * pairs;
+    uint32_t word[kMaxTiles / 2];
+    float scale[kMaxTiles], zero[kMaxTiles];
+#pragma unroll
+    for (int pair = 0; pair < kMaxTiles / 2; ++pair) {
+      word[pair] = mine && pair < pairs ? static_cast<uint32_t>(__ldg(words + pair)) : 0u;
+    }
+#pragma unroll
+    for (int tile = 0; tile < kMaxTiles; ++tile) {
+      scale[tile] = zero[tile] = 0.f;
+      if (!mine || tile >= p.inner_tiles) continue;
+      const int64_t g = ((outer * p.inner_tiles + tile) * 16) / p.group;
+      const __nv_bfloat16* sz = p.scales + g * p.scale_strides[0] + column * p.scale_strides[1];
+      scale[tile] = __bfloat162float(sz[0]);
+      zero[tile] = __bfloat162float(sz[p.scale_strides[2]]);
+    }
     __syncthreads();  // the last round's reads of `staged` are done
     for (int i = threadIdx.x; i < kRows * span; i += blockDim.x) {
       const int r = i / span, c = i - r * span;
@@ -72,31 +93,25 @@ __global__ void __launch_bounds__(kWarps * 32) int4_mm(Int4Mm p) {
       staged[r * pitch + c] = row < p.m ? __bfloat162float(p.x[row * p.x_row + (k0 + c) * p.x_col]) : 0.f;
     }
     __syncthreads();
-    if (warp >= tiles_now) continue;
-    const int64_t outer = base + warp;
-    const int32_t* words = p.weights + ((nb * p.k_super + outer) * 32 + lane) * pairs;
+    if (!mine) continue;
     const float* xs = staged + warp * tile_k + (lane % 4) * 2;
-    for (int pair = 0; pair < pairs; ++pair) {
-      const uint32_t word = static_cast<uint32_t>(__ldg(words + pair));
 #pragma unroll
-      for (int second = 0; second < 2; ++second) {
-        const int tile = 2 * pair + second;
-        const int64_t g = ((outer * p.inner_tiles + tile) * 16) / p.group;
-        const __nv_bfloat16* sz = p.scales + g * p.scale_strides[0] + column * p.scale_strides[1];
-        const float scale = __bfloat162float(sz[0]);
-        const float zero = __bfloat162float(sz[p.scale_strides[2]]) - 8.f * scale;
+    for (int tile = 0; tile < kMaxTiles; ++tile) {
+      if (tile >= p.inner_tiles) break;
+      const uint32_t bits = word[tile / 2];
+      const int second = tile % 2;
+      const float offset = zero[tile] - 8.f * scale[tile];
 #pragma unroll
-        for (int high = 0; high < 2; ++high) {
-          const int shift = (second * 2 + high) * 4;
-          const float w0 = static_cast<float>((word >> shift) & 0xfu) * scale + zero;
-          const float w1 = static_cast<float>((word >> (16 + shift)) & 0xfu) * scale + zero;
-          const int at = tile * 16 + high * 8;
+      for (int high = 0; high < 2; ++high) {
+        const int shift = (second * 2 + high) * 4;
+        const float w0 = static_cast<float>((bits >> shift) & 0xfu) * scale[tile] + offset;
+        const float w1 = static_cast<float>((bits >> (16 + shift)) & 0xfu) * scale[tile] + offset;
+        const int at = tile * 16 + high * 8;
 #pragma unroll
-          for (int r = 0; r < kRows; ++r) {
-            const float2 pair_x = *reinterpret_cast<const float2*>(xs + r * pitch + at);
-            acc[r] = fmaf(pair_x.x, w0, acc[r]);
-            acc[r] = fmaf(pair_x.y, w1, acc[r]);
-          }
+        for (int r = 0; r < kRows; ++r) {
+          const float2 pair_x = *reinterpret_cast<const float2*>(xs + r * pitch + at);
+          acc[r] = fmaf(pair_x.x, w0, acc[r]);
+          acc[r] = fmaf(pair_x.y, w1, acc[r]);
         }
       }
     }
