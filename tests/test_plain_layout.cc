@@ -95,6 +95,12 @@ TEST_CASE("plain layouts: every code of a row packs and reads back") {
       CAPTURE(i);
       CHECK(plain_code(w, 0, i) == static_cast<int32_t>(u[i]));
     }
+    // The kernels' reading, 8 at a time, agrees.
+    for (uint32_t k0 = 0; k0 < k; k0 += 8) {
+      int32_t codes[8];
+      plain_codes8(w, 0, k0, codes);
+      for (uint32_t j = 0; j < 8; ++j) CHECK(codes[j] == static_cast<int32_t>(u[k0 + j]));
+    }
   }
 }
 
@@ -141,6 +147,11 @@ TEST_CASE("plain layouts: scales, zeros and steps per group and per 256") {
   w.scale = reinterpret_cast<const uint8_t*>(scale8.data());
   w.zero = reinterpret_cast<const uint8_t*>(zero8.data());
   CHECK(plain_weight(w, 1, 400) == doctest::Approx(1.5 * (-7 + 3)));
+  int32_t codes[8];
+  plain_codes8(w, 1, 400, codes);
+  CHECK(codes[0] == -7);
+  plain_codes8(w, 1, 392, codes);
+  CHECK(codes[7] == 0);
 }
 
 TEST_CASE("plain layouts: fp16 steps decode as IEEE half") {

@@ -79,6 +79,48 @@ PTB_HOST_DEVICE inline int32_t plain_code(const PlainWeights& w, uint32_t n, uin
   return static_cast<int32_t>(low);
 }
 
+// 4 bytes at a 4-byte aligned address, one load on the GPU.
+PTB_HOST_DEVICE inline uint32_t load_u32(const uint8_t* at) {
+#if defined(__CUDA_ARCH__)
+  return *reinterpret_cast<const uint32_t*>(at);
+#else
+  uint32_t value;
+  std::memcpy(&value, at, 4);
+  return value;
+#endif
+}
+
+// The codes of weights k0 .. k0 + 7 (k0 a multiple of 8) at once, from one
+// aligned load of their low bits and at most two bytes of high bits:
+// plain_code's reading, for the kernels' inner loop.
+PTB_HOST_DEVICE inline void plain_codes8(const PlainWeights& w, uint32_t n, uint32_t k0, int32_t codes[8]) {
+  if (w.bits == 8) {
+    const uint8_t* q = w.ql + static_cast<uint64_t>(n) * w.k + k0;
+    const uint32_t halves[2] = {load_u32(q), load_u32(q + 4)};
+    for (int j = 0; j < 8; ++j) codes[j] = static_cast<int8_t>((halves[j / 4] >> ((j % 4) * 8)) & 0xffu);
+    return;
+  }
+  const uint32_t low = load_u32(w.ql + static_cast<uint64_t>(n) * (w.k / 2) + k0 / 2);
+  uint32_t even = 0, odd = 0;  // high bits, placed at bit 4 of each code below
+  if (w.bits == 5) {
+    const uint32_t high = w.qh[static_cast<uint64_t>(n) * (w.k / 8) + (k0 / 32) * 4 + (k0 % 32) / 8];
+    for (int j = 0; j < 4; ++j) {
+      even |= ((high >> j) & 1u) << (8 * j);
+      odd |= ((high >> (4 + j)) & 1u) << (8 * j);
+    }
+  } else if (w.bits == 6) {
+    const uint8_t* planes = w.qh + static_cast<uint64_t>(n) * (w.k / 4) + (k0 / 32) * 8 + (k0 % 32) / 8;
+    for (int j = 0; j < 4; ++j) {
+      even |= ((planes[0] >> (2 * j)) & 3u) << (8 * j);
+      odd |= ((planes[4] >> (2 * j)) & 3u) << (8 * j);
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    const uint32_t high = ((j % 2 ? odd : even) >> (8 * (j / 2))) & 0xffu;
+    codes[j] = static_cast<int32_t>(((low >> (4 * j)) & 0xfu) | (high << 4));
+  }
+}
+
 // Weight (n, k) is scale * (code - zero), both per group of k.
 struct PlainGroup {
   float scale = 0, zero = 0;

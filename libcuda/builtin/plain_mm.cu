@@ -42,9 +42,11 @@ struct PlainMm {
 };
 
 // Lane l takes weights [8l, 8l + 8) of every 256: a group (at least 8
-// weights, aligned) is decoded once per 8 weights.
+// weights, aligned) is decoded once per 8 weights, their codes come from one
+// load (plain_codes8), and x's 8 values from one 16-byte load where x is
+// dense and aligned. Two such steps are in flight at a time.
 template <int kRows>
-__global__ void __launch_bounds__(kWarps * 32) plain_mm(PlainMm p) {
+__global__ void __launch_bounds__(kWarps * 32) plain_mm(PlainMm p, bool x_vector) {
   const int lane = threadIdx.x % 32;
   const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
   const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kRows;
@@ -54,17 +56,31 @@ __global__ void __launch_bounds__(kWarps * 32) plain_mm(PlainMm p) {
 #pragma unroll
   for (int r = 0; r < kRows; ++r) acc[r] = 0;
   const uint32_t column = static_cast<uint32_t>(n);
+#pragma unroll 2
   for (uint32_t k0 = lane * 8; k0 < p.w.k; k0 += 256) {
     const PlainGroup g = plain_group(p.w, column, k0);
+    int32_t codes[8];
+    plain_codes8(p.w, column, k0, codes);
     float weights[8];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) weights[j] = g.scale * (static_cast<float>(plain_code(p.w, column, k0 + j)) - g.zero);
+    for (int j = 0; j < 8; ++j) weights[j] = g.scale * (static_cast<float>(codes[j]) - g.zero);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       if (r >= rows) break;
       const __nv_bfloat16* xs = p.x + (m0 + r) * p.x_row + static_cast<int64_t>(k0) * p.x_col;
+      if (x_vector) {
+        const uint4 packed = *reinterpret_cast<const uint4*>(xs);
+        const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&packed);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) acc[r] = fmaf(__bfloat162float(xs[j * p.x_col]), weights[j], acc[r]);
+        for (int j = 0; j < 4; ++j) {
+          const float2 two = __bfloat1622float2(pairs[j]);
+          acc[r] = fmaf(two.x, weights[2 * j], acc[r]);
+          acc[r] = fmaf(two.y, weights[2 * j + 1], acc[r]);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[r] = fmaf(__bfloat162float(xs[j * p.x_col]), weights[j], acc[r]);
+      }
     }
   }
 #pragma unroll
@@ -77,7 +93,9 @@ __global__ void __launch_bounds__(kWarps * 32) plain_mm(PlainMm p) {
 template <int kRows>
 void launch(const PlainMm& p, cudaStream_t stream) {
   dim3 grid(static_cast<unsigned>((p.n + kWarps - 1) / kWarps), static_cast<unsigned>((p.m + kRows - 1) / kRows));
-  plain_mm<kRows><<<grid, kWarps * 32, 0, stream>>>(p);
+  // x's 8 values at k0 in one 16-byte load: dense rows, 16-byte aligned.
+  const bool x_vector = p.x_col == 1 && p.x_row % 8 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0;
+  plain_mm<kRows><<<grid, kWarps * 32, 0, stream>>>(p, x_vector);
 }
 
 void launch_direct(const PlainMm& p, cudaStream_t stream) {
