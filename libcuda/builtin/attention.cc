@@ -6,24 +6,16 @@
 // cuBLASLt. float16 and bfloat16 inputs multiply P in their own dtype, as
 // flash attention does; float32 stays float32 throughout.
 //
-// Where there are at most kFusedMaxKeys keys, one kernel can do it all
-// (kernels::fused_attention); the first call of each shape, outside a
-// capture, times both ways and takes the fused one only when it is faster
-// and agrees (route_check.h).
-//
 // The outputs have the sizes and strides ATen's meta functions give them,
 // which the rest of the compiled program was built to read. The scores are
 // made a slice of heads at a time, so their memory stays under kScoreBytes
 // for any sequence length.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <optional>
-#include <tuple>
 
 #include "gemm.h"
-#include "route_check.h"
 #include "shim_support.h"
 #include "ptbundle/base/text.h"
 
@@ -183,7 +175,7 @@ Status attention_rows(const AttentionRequest& r, float* lse, const int64_t* lse_
 
 // out = softmax(scale * q k^T + bias, causal) v, with `lse` (when given)
 // the rows' log-sum-exp at its strides over [B, H, Lq].
-Status attend_unfused(const AttentionRequest& r, const Tensor& out, float* lse, const int64_t* lse_strides) {
+Status attend(const AttentionRequest& r, const Tensor& out, float* lse, const int64_t* lse_strides) {
   PTB_CHECK(check_request(r));
   const Tensor& q = *r.q;
   const int64_t B = q.sizes[0], H = q.sizes[1], Lq = q.sizes[2], E = q.sizes[3];
@@ -239,99 +231,6 @@ Status attend_unfused(const AttentionRequest& r, const Tensor& out, float* lse, 
   result.strides = {H * Lq * Ev, Lq * Ev, Ev, 1};
   if (std::string why = copy_elements(out, result); !why.empty()) return invalid(why);
   return {};
-}
-
-// The fused kernel's arguments for `r` into `out` (and `lse`).
-Result<kernels::FusedAttention> fused_arguments(const AttentionRequest& r, const Tensor& out, float* lse,
-                                                const int64_t* lse_strides) {
-  kernels::FusedAttention a;
-  PTB_CHECK(attention_rows(r, lse, lse_strides, a.rows));
-  a.q = r.q->data();
-  a.k = r.k->data();
-  a.v = r.v->data();
-  a.out = out.data();
-  a.dtype = r.q->dtype;
-  for (int d = 0; d < 4; ++d) {
-    a.q_strides[d] = r.q->strides[d];
-    a.k_strides[d] = r.k->strides[d];
-    a.v_strides[d] = r.v->strides[d];
-    a.out_strides[d] = out.strides[d];
-  }
-  a.e = r.q->sizes[3];
-  a.ev = r.v->sizes[3];
-  return a;
-}
-
-struct FusedShape {
-  int device;
-  int32_t dtype;
-  int64_t b, h, lq, lk, e, ev;
-  bool causal, bias, lse;
-  bool operator<(const FusedShape& o) const {
-    return std::tie(device, dtype, b, h, lq, lk, e, ev, causal, bias, lse) <
-           std::tie(o.device, o.dtype, o.b, o.h, o.lq, o.lk, o.e, o.ev, o.causal, o.bias, o.lse);
-  }
-};
-
-// Attention by the way this shape's first call chose: that call (outside a
-// capture) runs the unfused way into a second output, then the fused kernel
-// into the real one, and compares them; the fused kernel serves when it
-// agrees and is 10% faster.
-Status attend(const AttentionRequest& r, const Tensor& out, float* lse, const int64_t* lse_strides) {
-  const Tensor& q = *r.q;  // checked by the entry points
-  const int64_t B = q.sizes[0], H = q.sizes[1], Lq = q.sizes[2], E = q.sizes[3];
-  const int64_t Lk = r.k->sizes[2], Ev = r.v->sizes[3];
-  if (B * H * Lq == 0 || Lk == 0 || Lk > kernels::kFusedMaxKeys || E > kernels::kFusedMaxDim) {
-    return attend_unfused(r, out, lse, lse_strides);
-  }
-  const cudaStream_t stream = stream_for(q);
-  const int device = q.storage->device_index;
-  auto run_fused = [&]() -> Status {
-    PTB_TRY(kernels::FusedAttention fused, fused_arguments(r, out, lse, lse_strides));
-    cudaError_t code = kernels::fused_attention(fused, stream);
-    return code == cudaSuccess ? Status{} : invalid(cudaGetErrorString(code));
-  };
-  const FusedShape shape{device, q.dtype, B, H, Lq, Lk, E, Ev, r.causal, r.bias != nullptr, lse != nullptr};
-  // Per shape: whether the fused kernel serves.
-  auto& choices = RouteChoices<FusedShape>::process();
-  std::lock_guard lock(choices.mutex);
-  if (auto found = choices.chosen.find(shape); found != choices.chosen.end()) {
-    return found->second ? run_fused() : attend_unfused(r, out, lse, lse_strides);
-  }
-  if (capturing(stream)) return attend_unfused(r, out, lse, lse_strides);
-  PTB_TRY(Tensor reference, new_gpu(out.sizes, out.strides, out.dtype, device));
-  std::optional<Tensor> reference_lse;
-  if (lse) {
-    PTB_TRY(reference_lse, new_gpu({B, H, Lq}, {lse_strides[0], lse_strides[1], lse_strides[2]}, ScalarType::Float, device));
-  }
-  float* scratch_lse = reference_lse ? static_cast<float*>(reference_lse->data()) : nullptr;
-  bool unfused_ran = true, fused_ran = true;
-  const float unfused_ms = mean_ms(stream, [&] {
-    unfused_ran = unfused_ran && attend_unfused(r, reference, scratch_lse, lse_strides).ok();
-  });
-  if (!unfused_ran) return attend_unfused(r, out, lse, lse_strides);  // its own error, for the caller
-  const float fused_ms = mean_ms(stream, [&] { fused_ran = fused_ran && run_fused().ok(); });
-  const std::optional<Agreement> agreement = fused_ran ? compare(out, reference) : std::nullopt;
-  const bool agrees = agreement && agreement->within(q.dtype == ScalarType::Float ? 1e-4 : 2e-2);
-  const bool take = agrees && fused_ms >= 0 && unfused_ms >= 0 && fused_ms < 0.9f * unfused_ms;
-  if (fused_ran && !agrees) {
-    std::fprintf(stderr,
-                 "ptbundle aoti runtime: attention [%lld, %lld, %lld, %lld] over %lld keys: the fused kernel disagrees "
-                 "with the unfused way (max difference %g of %g); the unfused way serves it\n",
-                 static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(Lq),
-                 static_cast<long long>(E), static_cast<long long>(Lk), agreement ? agreement->difference : -1.0,
-                 agreement ? agreement->largest : -1.0);
-  }
-  if (tracing()) {
-    std::fprintf(stderr, "attention [%lld, %lld, %lld, %lld] over %lld keys: fused %.4f ms against unfused %.4f ms: %s\n",
-                 static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(Lq),
-                 static_cast<long long>(E), static_cast<long long>(Lk), fused_ms, unfused_ms,
-                 take ? "fused" : "unfused");
-  }
-  choices.chosen[shape] = take;
-  // The fused kernel wrote last; where it does not serve, the way that does
-  // writes the outputs again.
-  return take ? Status{} : attend_unfused(r, out, lse, lse_strides);
 }
 
 AOTITorchError finish(const char* function, const Status& status) {

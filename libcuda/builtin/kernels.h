@@ -54,25 +54,6 @@ struct AttentionRows {
 cudaError_t attention_softmax(const float* scores, void* probabilities, int32_t probability_dtype,
                               const AttentionRows& rows, cudaStream_t stream);
 
-// Attention over at most kFusedMaxKeys keys of at most kFusedMaxDim
-// elements in one kernel, one warp per query row: the same scores, softmax
-// (with the scale, bias, causal mask and log-sum-exp of `rows`, whose
-// `first` is 0) and P in the inputs' dtype as the unfused way, without its
-// two GEMMs, its buffers and their launches. q, k, v and out are [B, H, L,
-// E] at their own strides; float32, float16 or bfloat16.
-inline constexpr int64_t kFusedMaxKeys = 1024, kFusedMaxDim = 128;
-struct FusedAttention {
-  const void* q = nullptr;
-  const void* k = nullptr;
-  const void* v = nullptr;
-  void* out = nullptr;
-  int32_t dtype = 6;
-  int64_t q_strides[4] = {}, k_strides[4] = {}, v_strides[4] = {}, out_strides[4] = {};
-  int64_t e = 0, ev = 0;
-  AttentionRows rows;
-};
-cudaError_t fused_attention(const FusedAttention& attention, cudaStream_t stream);
-
 enum class Act { Relu, GeluTanh };
 
 // view = act(view), in place; floating dtypes.
