@@ -49,8 +49,9 @@ std::string triton_template_note(const TritonTemplates& templates) {
   }
   return "the library runs " + what +
          " as Triton templates, as ExecuTorch's CUDA options compile them; compiled with " + options +
-         " (link_libtorch=False still), Inductor can choose cuBLAS or cuDNN for them, which ptbundle run serves "
-         "without PyTorch (README, \"Faster GEMMs and convolutions\", gives the measured difference)";
+         " (link_libtorch=False still), Inductor can choose cuBLAS or cuDNN for them, and with max_autotune off it "
+         "gives them all to cuBLAS and cuDNN; ptbundle run serves both without PyTorch (README, \"Faster GEMMs and "
+         "convolutions\", gives the measured difference)";
 }
 
 }  // namespace ptb
