@@ -231,8 +231,21 @@ TEST_CASE("plain mm shims: the argument checks name what is wrong") {
   CHECK(check_plain_mm(8, eight).find("group_size 48; expected a multiple of 32") == 0);
 }
 
-TEST_CASE("plain mm shims: refuse null handles") {
+TEST_CASE("plain mm shims: refuse null handles, and a call with ExecuTorch's earlier int4 and int6 signatures") {
   AtenTensorHandle out = nullptr;
+  // Before 2026-07-09, int4_plain_mm took (self, qdata, scale, zero,
+  // group_size, ret0): where the current signature takes the zero, such a
+  // library passes group_size. It must be refused without reading any
+  // tensor (these are not tensors) or writing the return slot.
+  auto fake = [](uintptr_t value) { return reinterpret_cast<AtenTensorHandle>(value); };
+  AtenTensorHandle untouched = fake(0x1234567);
+  CHECK(aoti_torch_cuda_int4_plain_mm(fake(0x7000000), fake(0x7000100), fake(0x7000200), fake(0x7000300), fake(128),
+                                      fake(0x7000400), 0, &untouched) == kShimFailure);
+  CHECK(untouched == fake(0x1234567));
+  // int6_plain_mm took (self, ql, qh, scale, group_size, ret0).
+  CHECK(aoti_torch_cuda_int6_plain_mm(fake(0x7000000), fake(0x7000100), fake(0x7000200), fake(0x7000300), fake(16), 0,
+                                      &untouched) == kShimFailure);
+  CHECK(untouched == fake(0x1234567));
   CHECK(aoti_torch_cuda_int8_plain_mm(nullptr, nullptr, nullptr, nullptr, 32, &out) == kShimFailure);
   CHECK(aoti_torch_cuda_int6_plain_mm(nullptr, nullptr, nullptr, nullptr, nullptr, 16, &out) == kShimFailure);
   CHECK(out == nullptr);

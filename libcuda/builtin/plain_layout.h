@@ -1,7 +1,9 @@
 // ExecuTorch's plain weight-only layouts: what its CUDA backend's
 // int4/int5/int6/int8_plain_mm ops read (backends/cuda/runtime/shims/
-// int*_plain_mm.h, as of its 2026-08 tree; earlier trees kept other
-// layouts). Per row n of the weights, k in natural order:
+// int*_plain_mm.h: the layouts since 2026-07-09, read from its tree of
+// 2026-08-22; before, int4 and int6 had no fp16 steps and other
+// signatures, which plain_mm.cu refuses). Per row n of the weights, k in
+// natural order:
 //
 //   int4  ql [n, k/2] uint8: weight k in the nibble k%2 of byte k/2 (even k
 //         low); scale and zero codes [n, k/group] uint8, each times an fp16

@@ -154,14 +154,32 @@ AOTITorchError run(const char* function, int bits, const PlainArgs& a, AtenTenso
   p.out = static_cast<__nv_bfloat16*>(out->data());
   if (p.m > 0 && p.n > 0) {
     const cudaStream_t stream = stream_for(x);
-    const bool gemm = p.m >= kGemmRows && p.n * p.w.k < (int64_t{1} << 31) && p.n * p.w.k * 2 <= kGemmWeightBytes &&
-                      cublas_lt() != nullptr;
+    const bool gemm = p.m >= kGemmRows && p.w.k > 0 && p.n * p.w.k < (int64_t{1} << 31) &&
+                      p.n * p.w.k * 2 <= kGemmWeightBytes && cublas_lt() != nullptr;
     // Where the GEMM cannot run after all, the direct kernel serves.
     if (!gemm || !dequantized_mm(p, x, *out, stream).ok()) launch_direct(p, stream);
     if (check_launch(function) != kShimSuccess) return kShimFailure;
   }
   return hand_to_library(function, std::move(*out), ret0);
 }
+
+// ExecuTorch added the fp16 steps to int4_plain_mm's and int6_plain_mm's
+// arguments on 2026-07-09. A library built against the earlier signatures
+// passes fewer arguments, so where these take the steps (int6) or the zero
+// (int4) it passes group_size: a small integer, which no tensor handle is.
+// Refused before any argument is read, the return slot included, since the
+// arguments after it are not the library's.
+constexpr uintptr_t kSmallestHandle = 65536;
+
+AOTITorchError refuse_old_signature(const char* function, const char* argument, AtenTensorHandle value) {
+  return fail(function, std::string("argument ") + argument + " holds " +
+                            std::to_string(reinterpret_cast<uintptr_t>(value)) +
+                            ", not a tensor: the library was compiled against ExecuTorch's signature of before "
+                            "2026-07-09 (no fp16 steps), whose layout this runtime does not read; export it again "
+                            "with ExecuTorch's CUDA backend of 2026-07-09 or later");
+}
+
+bool small(AtenTensorHandle handle) { return handle && reinterpret_cast<uintptr_t>(handle) < kSmallestHandle; }
 
 }  // namespace
 
@@ -170,6 +188,7 @@ AOTITorchError aoti_torch_cuda_int4_plain_mm(AtenTensorHandle self, AtenTensorHa
                                              AtenTensorHandle zero_point_step, int64_t group_size,
                                              AtenTensorHandle* ret0) {
   const char* function = "aoti_torch_cuda_int4_plain_mm";
+  if (small(zero)) return refuse_old_signature(function, "zero", zero);
   for (AtenTensorHandle h : {self, qdata, scale, scale_step, zero, zero_point_step}) PTB_NEED(h, function);
   PlainArgs a{tensor_of(self), tensor_of(qdata), nullptr, tensor_of(scale), tensor_of(scale_step), tensor_of(zero),
               tensor_of(zero_point_step), group_size};
@@ -192,6 +211,7 @@ AOTITorchError aoti_torch_cuda_int6_plain_mm(AtenTensorHandle self, AtenTensorHa
                                              AtenTensorHandle scale, AtenTensorHandle steps, int64_t group_size,
                                              AtenTensorHandle* ret0) {
   const char* function = "aoti_torch_cuda_int6_plain_mm";
+  if (small(steps)) return refuse_old_signature(function, "steps", steps);
   for (AtenTensorHandle h : {self, ql, qh, scale, steps}) PTB_NEED(h, function);
   PlainArgs a{tensor_of(self), tensor_of(ql), tensor_of(qh), tensor_of(scale), tensor_of(steps), nullptr, nullptr,
               group_size};
