@@ -2,13 +2,14 @@
 """Policy parts per call, side by side in one run on the GPU machine (issue 20):
 eager PyTorch, eager PyTorch replaying a torch.cuda graph, and `ptbundle run`
 on the built-in runtime, plain and with --cuda-graph, for each part compiled
-two ways by tests/gpu/make_packages.py: ExecuTorch's options (Triton-only
-GEMMs and convolutions, "et") and the same with ATen's cuBLAS/cuDNN allowed
-("aten"). TF32 off everywhere. Prints one row per package with the medians
+three ways by tests/gpu/make_packages.py: ExecuTorch's options (Triton-only
+GEMMs and convolutions, "et"), the same with ATen's cuBLAS/cuDNN allowed
+("aten"), and max_autotune off, where every GEMM and convolution goes to
+cuBLAS/cuDNN and compiling takes seconds ("default"). TF32 off everywhere. Prints one row per package with the medians
 (CUDA events, microseconds) and the ratios eager / ptbundle (above 1: ptbundle
 is faster), then the goals of issue 20.
 
-  bench_policy.py --ptbundle BUILD/apps/ptbundle [--packages DIR] [--iterations N] [MODEL ...]
+  bench_policy.py --ptbundle BUILD/apps/ptbundle [--packages DIR] [--iterations N] [--ways W,...] [MODEL ...]
 
 MODEL: names of tests/gpu/policy_models.py (default: the repro pack's convs
 and linears, resnet18, act, and the launch-bound mlp_head and flow). With
@@ -27,7 +28,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "gpu"))
 
 HEAVY = ["convs", "linears", "resnet18", "act"]
 LAUNCH_BOUND = ["mlp_head", "flow"]
-WAYS = ["et", "aten"]
+WAYS = ["et", "aten", "default"]
 
 
 def median(values):
@@ -114,7 +115,7 @@ def main():
     parser.add_argument("--packages")
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--ways", default=",".join(WAYS),
-                        help="comma-separated compile ways of make_packages.py (et, aten, default); default: et,aten")
+                        help="comma-separated compile ways of make_packages.py; default: et,aten,default")
     parser.add_argument("models", nargs="*")
     args = parser.parse_args()
     ways = args.ways.split(",")

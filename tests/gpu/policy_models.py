@@ -342,10 +342,10 @@ def _i(low, high, *shape):
 #          (cuBLAS/cuDNN allowed), "default" (no autotuning: ATen for every
 #          GEMM and convolution)
 MODELS = {
-    "resnet18": (resnet18, [_f(1, 3, 224, 224)], "exact", ("et", "aten"), {}),
-    "act": (Act, [_f(1, 3, 224, 224), _f(1, 14)], "exact", ("et", "aten"), {}),
+    "resnet18": (resnet18, [_f(1, 3, 224, 224)], "exact", ("et", "aten", "default"), {}),
+    "act": (Act, [_f(1, 3, 224, 224), _f(1, 14)], "exact", ("et", "aten", "default"), {}),
     "unet1d": (UNet1dStep, [_f(1, 14, 16), _f(1, 1), _f(1, 64)], "sampler", ("aten",), {}),
-    "flow": (FlowLoop, [_f(1, 50, 14), _f(1, 64)], "exact", ("et", "aten"), {}),
+    "flow": (FlowLoop, [_f(1, 50, 14), _f(1, 64)], "exact", ("et", "aten", "default"), {}),
     "moe": (MoeRouter, [_f(64, 256, dtype=torch.bfloat16)], "exact", ("et", "aten"), {"dtype": torch.bfloat16}),
     "grouped": (GroupedMm, [_f(128, 256, dtype=torch.bfloat16), ("value", [16, 32, 48, 64, 80, 96, 112, 128])],
                 "exact", ("aten",), {"dtype": torch.bfloat16}),
@@ -361,15 +361,15 @@ MODELS = {
     "sdpa_causal": (lambda: Sdpa(causal=True), [_f(2, 8, 64, 64), _f(2, 8, 64, 64), _f(2, 8, 64, 64)], "exact", ("et",), {}),
     "sdpa_bf16": (lambda: Sdpa(causal=True), [_f(2, 8, 128, 64, dtype=torch.bfloat16)] * 3, "exact", ("et",),
                   {"dtype": torch.bfloat16}),
-    "convs": (ConvStack, [_f(1, 3, 224, 224)], "exact", ("et", "aten"), {}),
-    "linears": (lambda: Mlp([1024, 1024, 1024]), [_f(512, 1024)], "exact", ("et", "aten"), {}),
+    "convs": (ConvStack, [_f(1, 3, 224, 224)], "exact", ("et", "aten", "default"), {}),
+    "linears": (lambda: Mlp([1024, 1024, 1024]), [_f(512, 1024)], "exact", ("et", "aten", "default"), {}),
     "conv_variants": (ConvVariants, [_f(2, 8, 33), _f(2, 16, 20, 20), _f(1, 4, 6, 8, 8)], "exact", ("aten", "default"), {}),
     "bmm": (Bmm, [_f(4, 32, 16), _f(4, 16, 48)], "exact", ("aten", "default"), {}),
     "sort": (SortTopk, [_f(16, 40)], "exact", ("et",), {}),
     "nonzero": (Nonzero, [("uniform", (32, 16))], "exact", ("et",), {}),
     "item": (ItemNarrow, [_f(32, 8), ("value", 5)], "exact", ("et",), {}),
     "random": (Random, [_f(64, 64)], "sampler", ("et",), {}),
-    "mlp_head": (lambda: Mlp([64, 256, 256, 14]), [_f(16, 64)], "exact", ("et", "aten"), {}),
+    "mlp_head": (lambda: Mlp([64, 256, 256, 14]), [_f(16, 64)], "exact", ("et", "aten", "default"), {}),
 }
 
 
