@@ -22,10 +22,10 @@
 #include <cstdio>
 #include <tuple>
 
-#include "gemm.h"
 #include "int4_layout.h"
 #include "route_check.h"
 #include "shim_support.h"
+#include "weight_only.h"
 
 using namespace ptb;
 using namespace ptb::builtin;
@@ -175,10 +175,7 @@ Status dequantized_mm(const Int4Mm& p, const Tensor& x, const Tensor& out, cudaS
   const int64_t blocks = std::min<int64_t>((p.n * p.k / 8 + kThreads - 1) / kThreads, 1 << 16);
   int4_dequantize<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, static_cast<__nv_bfloat16*>(w->data()));
   if (cudaError_t code = cudaGetLastError(); code != cudaSuccess) return invalid(cudaGetErrorString(code));
-  Tensor w_t = *w;  // [k, n]: the weights transposed, as a view
-  w_t.sizes = {p.k, p.n};
-  w_t.strides = {1, p.k};
-  return matmul(out, x, w_t, 1.0, 0.0);
+  return times_transposed(x, *w, out);
 }
 
 void launch_direct(const Int4Mm& p, cudaStream_t stream) {
@@ -297,8 +294,7 @@ AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHandle self, AtenTe
   p.group = qGroupSize;
   p.k_super = weights.sizes[1];
   p.inner_tiles = static_cast<int>(weights.sizes[3] * 2);
-  if ((p.m + 7) / 8 > 65535) return fail(function, "self has " + std::to_string(p.m) + " rows; at most 524280 here");
-  auto out = empty_cuda({p.m, p.n}, ScalarType::BFloat16, x.storage->device_index, why);
+  auto out = weight_only_output(x, p.n, why);
   if (!out) return fail(function, why);
   p.x = static_cast<const __nv_bfloat16*>(x.data());
   p.x_row = x.strides[0];

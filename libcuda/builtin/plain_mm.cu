@@ -19,10 +19,10 @@
 #include <string>
 
 #include "cuda_libraries.h"
-#include "gemm.h"
 #include "plain_layout.h"
 #include "plain_mm.h"
 #include "shim_support.h"
+#include "weight_only.h"
 
 using namespace ptb;
 using namespace ptb::builtin;
@@ -122,10 +122,7 @@ Status dequantized_mm(const PlainMm& p, const Tensor& x, const Tensor& out, cuda
   plain_dequantize<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p.w, static_cast<uint32_t>(p.n),
                                                                             static_cast<__nv_bfloat16*>(w->data()));
   if (cudaError_t code = cudaGetLastError(); code != cudaSuccess) return invalid(cudaGetErrorString(code));
-  Tensor w_t = *w;  // [k, n]: the weights transposed, as a view
-  w_t.sizes = {static_cast<int64_t>(p.w.k), p.n};
-  w_t.strides = {1, static_cast<int64_t>(p.w.k)};
-  return matmul(out, x, w_t, 1.0, 0.0);
+  return times_transposed(x, *w, out);
 }
 
 AOTITorchError run(const char* function, int bits, const PlainArgs& a, AtenTensorHandle* ret0) {
@@ -145,8 +142,7 @@ AOTITorchError run(const char* function, int bits, const PlainArgs& a, AtenTenso
   p.w.scale_step = a.scale_step ? static_cast<const uint16_t*>(a.scale_step->data()) : nullptr;
   p.w.zero = a.zero ? static_cast<const uint8_t*>(a.zero->data()) : nullptr;
   p.w.zero_step = a.zero_step ? static_cast<const uint16_t*>(a.zero_step->data()) : nullptr;
-  if ((p.m + 7) / 8 > 65535) return fail(function, "self has " + std::to_string(p.m) + " rows; at most 524280 here");
-  auto out = empty_cuda({p.m, p.n}, ScalarType::BFloat16, x.storage->device_index, why);
+  auto out = weight_only_output(x, p.n, why);
   if (!out) return fail(function, why);
   p.x = static_cast<const __nv_bfloat16*>(x.data());
   p.x_row = x.strides[0];
