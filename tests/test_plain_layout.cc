@@ -1,6 +1,6 @@
 // ExecuTorch's plain int4/5/6/8 weight layouts (libcuda/builtin/
-// plain_layout.h), read as plain_mm.cu's kernels read them, against bytes
-// laid out here from the layouts' descriptions in ExecuTorch's headers
+// plain_layout.h), read as plain_mm.cu's kernels read them (8 at a time),
+// against bytes laid out here from the layouts' descriptions in ExecuTorch's headers
 // (backends/cuda/runtime/shims/int*_plain_mm.h): hand-placed bits first,
 // then every code of a row packed and read back; and the shims' argument
 // checks, message by message. Their products are checked against PyTorch
@@ -51,6 +51,19 @@ Packed pack(int bits, const std::vector<uint32_t>& u) {
   return p;
 }
 
+// One weight's code and value, read as the kernels read them: 8 at a time.
+int32_t code_at(const PlainWeights& w, uint32_t n, uint32_t k) {
+  int32_t codes[8];
+  plain_codes8(w, n, k - k % 8, codes);
+  return codes[k % 8];
+}
+
+float weight_at(const PlainWeights& w, uint32_t n, uint32_t k) {
+  float weights[8];
+  plain_weights8(w, n, k - k % 8, weights);
+  return weights[k % 8];
+}
+
 }  // namespace
 
 TEST_CASE("plain layouts: hand-placed bits") {
@@ -61,22 +74,22 @@ TEST_CASE("plain layouts: hand-placed bits") {
   w.qh = qh.data();
   ql[6] = 0xab;  // weights 12 (low nibble) and 13
   w.bits = 4;
-  CHECK(plain_code(w, 0, 12) == 0xb);
-  CHECK(plain_code(w, 0, 13) == 0xa);
+  CHECK(code_at(w, 0, 12) == 0xb);
+  CHECK(code_at(w, 0, 13) == 0xa);
   // int5: weight 13 is the odd weight j = 2 of the second 8 of the first 32:
   // qh byte 1, bit 4 + 2.
   qh[1] = 1 << 6;
   w.bits = 5;
-  CHECK(plain_code(w, 0, 13) == 0xa + 16);
-  CHECK(plain_code(w, 0, 12) == 0xb);
+  CHECK(code_at(w, 0, 13) == 0xa + 16);
+  CHECK(code_at(w, 0, 12) == 0xb);
   // int6: weight 59 is the odd weight j = 1 of the 4th 8 of the second 32:
   // qh byte 8 + 4 + 3, bits 2..3.
   std::memset(qh.data(), 0, qh.size());
   ql[29] = 0x50;  // weight 59's low nibble is 5
   qh[15] = 2 << 2;
   w.bits = 6;
-  CHECK(plain_code(w, 0, 59) == 5 + 32);
-  CHECK(plain_code(w, 0, 58) == 0);
+  CHECK(code_at(w, 0, 59) == 5 + 32);
+  CHECK(code_at(w, 0, 58) == 0);
 }
 
 TEST_CASE("plain layouts: every code of a row packs and reads back") {
@@ -93,9 +106,9 @@ TEST_CASE("plain layouts: every code of a row packs and reads back") {
     w.qh = p.qh.data();
     for (uint32_t i = 0; i < k; ++i) {
       CAPTURE(i);
-      CHECK(plain_code(w, 0, i) == static_cast<int32_t>(u[i]));
+      CHECK(code_at(w, 0, i) == static_cast<int32_t>(u[i]));
     }
-    // The kernels' reading, 8 at a time, agrees.
+    // And a whole step of 8 at once.
     for (uint32_t k0 = 0; k0 < k; k0 += 8) {
       int32_t codes[8];
       plain_codes8(w, 0, k0, codes);
@@ -124,8 +137,8 @@ TEST_CASE("plain layouts: scales, zeros and steps per group and per 256") {
   w.zero = zero.data();
   w.scale_step = scale_step.data();
   w.zero_step = zero_step.data();
-  CHECK(plain_weight(w, 1, 400) == doctest::Approx(1.5 * (12 - 8)));
-  CHECK(plain_weight(w, 0, 400) == 0.0f);  // row 0's codes are 0
+  CHECK(weight_at(w, 1, 400) == doctest::Approx(1.5 * (12 - 8)));
+  CHECK(weight_at(w, 0, 400) == 0.0f);  // row 0's codes are 0
 
   // int6: signed scale codes, the constant zero 32.
   std::vector<int8_t> scale6(2 * 4, 0);
@@ -134,7 +147,7 @@ TEST_CASE("plain layouts: scales, zeros and steps per group and per 256") {
   w.bits = 6;
   w.qh = qh6.data();
   w.scale = reinterpret_cast<const uint8_t*>(scale6.data());
-  CHECK(plain_weight(w, 1, 400) == doctest::Approx(-2 * 0.5 * (12 - 32)));
+  CHECK(weight_at(w, 1, 400) == doctest::Approx(-2 * 0.5 * (12 - 32)));
 
   // int8: bfloat16 scales, signed zeros, signed weights.
   std::vector<int8_t> q8(2 * k, 0), zero8(2 * 4, 0);
@@ -146,7 +159,7 @@ TEST_CASE("plain layouts: scales, zeros and steps per group and per 256") {
   w.ql = reinterpret_cast<const uint8_t*>(q8.data());
   w.scale = reinterpret_cast<const uint8_t*>(scale8.data());
   w.zero = reinterpret_cast<const uint8_t*>(zero8.data());
-  CHECK(plain_weight(w, 1, 400) == doctest::Approx(1.5 * (-7 + 3)));
+  CHECK(weight_at(w, 1, 400) == doctest::Approx(1.5 * (-7 + 3)));
   int32_t codes[8];
   plain_codes8(w, 1, 400, codes);
   CHECK(codes[0] == -7);

@@ -20,8 +20,8 @@
 //   int8  qdata [n, k] int8; bf16 scales and int8 zeros [n, k/group]:
 //         w = scale * (q - zero)
 //
-// plain_mm.cu's kernels read weights through these functions; the CPU
-// tests check them against bytes laid out by those descriptions.
+// plain_mm.cu's kernels read weights 8 at a time through these functions;
+// the CPU tests check them against bytes laid out by those descriptions.
 #pragma once
 
 #include <cstdint>
@@ -65,22 +65,6 @@ PTB_HOST_DEVICE inline float half_bits_to_float(uint16_t bits) {
 
 PTB_HOST_DEVICE inline float bfloat16_bits_to_float(uint16_t bits) { return float_of_bits(static_cast<uint32_t>(bits) << 16); }
 
-// The stored value of weight (n, k): unsigned for int4/5/6, signed for int8.
-PTB_HOST_DEVICE inline int32_t plain_code(const PlainWeights& w, uint32_t n, uint32_t k) {
-  if (w.bits == 8) return static_cast<int8_t>(w.ql[static_cast<uint64_t>(n) * w.k + k]);
-  const uint32_t low = (w.ql[static_cast<uint64_t>(n) * (w.k / 2) + k / 2] >> ((k % 2) * 4)) & 0xfu;
-  const uint32_t in_group = k % 8, of_32 = (k % 32) / 8;
-  if (w.bits == 5) {
-    const uint8_t high = w.qh[static_cast<uint64_t>(n) * (w.k / 8) + (k / 32) * 4 + of_32];
-    return static_cast<int32_t>(low | (((high >> ((in_group % 2) * 4 + in_group / 2)) & 1u) << 4));
-  }
-  if (w.bits == 6) {
-    const uint8_t high = w.qh[static_cast<uint64_t>(n) * (w.k / 4) + (k / 32) * 8 + (in_group % 2) * 4 + of_32];
-    return static_cast<int32_t>(low | (((high >> ((in_group / 2) * 2)) & 3u) << 4));
-  }
-  return static_cast<int32_t>(low);
-}
-
 // 4 bytes at a 4-byte aligned address, one load on the GPU.
 PTB_HOST_DEVICE inline uint32_t load_u32(const uint8_t* at) {
 #if defined(__CUDA_ARCH__)
@@ -92,9 +76,9 @@ PTB_HOST_DEVICE inline uint32_t load_u32(const uint8_t* at) {
 #endif
 }
 
-// The codes of weights k0 .. k0 + 7 (k0 a multiple of 8) at once, from one
-// aligned load of their low bits and at most two bytes of high bits:
-// plain_code's reading, for the kernels' inner loop.
+// The stored values of weights (n, k0) .. (n, k0 + 7), k0 a multiple of 8:
+// unsigned for int4/5/6, signed for int8; from one aligned load of their
+// low bits and at most two bytes of high bits.
 PTB_HOST_DEVICE inline void plain_codes8(const PlainWeights& w, uint32_t n, uint32_t k0, int32_t codes[8]) {
   if (w.bits == 8) {
     const uint8_t* q = w.ql + static_cast<uint64_t>(n) * w.k + k0;
@@ -146,9 +130,13 @@ PTB_HOST_DEVICE inline PlainGroup plain_group(const PlainWeights& w, uint32_t n,
   return g;
 }
 
-PTB_HOST_DEVICE inline float plain_weight(const PlainWeights& w, uint32_t n, uint32_t k) {
-  const PlainGroup g = plain_group(w, n, k);
-  return g.scale * (static_cast<float>(plain_code(w, n, k)) - g.zero);
+// Weights (n, k0) .. (n, k0 + 7), dequantized: a group (at least 8 weights,
+// aligned) is decoded once for all 8.
+PTB_HOST_DEVICE inline void plain_weights8(const PlainWeights& w, uint32_t n, uint32_t k0, float weights[8]) {
+  const PlainGroup g = plain_group(w, n, k0);
+  int32_t codes[8];
+  plain_codes8(w, n, k0, codes);
+  for (int j = 0; j < 8; ++j) weights[j] = g.scale * (static_cast<float>(codes[j]) - g.zero);
 }
 
 }  // namespace ptb::builtin

@@ -41,10 +41,10 @@ struct PlainMm {
   __nv_bfloat16* out = nullptr;  // [m, n], contiguous
 };
 
-// Lane l takes weights [8l, 8l + 8) of every 256: a group (at least 8
-// weights, aligned) is decoded once per 8 weights, their codes come from one
-// load (plain_codes8), and x's 8 values from one 16-byte load where x is
-// dense and aligned. Two such steps are in flight at a time.
+// Lane l takes weights [8l, 8l + 8) of every 256 (plain_weights8: their
+// group decoded once, their codes from one load), and x's 8 values from one
+// 16-byte load where x is dense and aligned. Two such steps are in flight
+// at a time.
 template <int kRows>
 __global__ void __launch_bounds__(kWarps * 32) plain_mm(PlainMm p, bool x_vector) {
   const int lane = threadIdx.x % 32;
@@ -58,12 +58,8 @@ __global__ void __launch_bounds__(kWarps * 32) plain_mm(PlainMm p, bool x_vector
   const uint32_t column = static_cast<uint32_t>(n);
 #pragma unroll 2
   for (uint32_t k0 = lane * 8; k0 < p.w.k; k0 += 256) {
-    const PlainGroup g = plain_group(p.w, column, k0);
-    int32_t codes[8];
-    plain_codes8(p.w, column, k0, codes);
     float weights[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) weights[j] = g.scale * (static_cast<float>(codes[j]) - g.zero);
+    plain_weights8(p.w, column, k0, weights);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       if (r >= rows) break;
@@ -106,10 +102,17 @@ void launch_direct(const PlainMm& p, cudaStream_t stream) {
 }
 
 // w[n][k] = the dequantized weight (n, k), bfloat16, row-major; n * k < 2^31.
+// A thread per 8 weights, stored as one 16-byte word (k is a multiple of 8).
 __global__ void plain_dequantize(PlainWeights weights, uint32_t n_size, __nv_bfloat16* w) {
-  const uint32_t total = n_size * weights.k;
+  const uint32_t per_row = weights.k / 8, total = n_size * per_row;
   for (uint32_t index = blockIdx.x * blockDim.x + threadIdx.x; index < total; index += gridDim.x * blockDim.x) {
-    w[index] = __float2bfloat16_rn(plain_weight(weights, index / weights.k, index % weights.k));
+    const uint32_t n = index / per_row, k0 = (index % per_row) * 8;
+    float values[8];
+    plain_weights8(weights, n, k0, values);
+    __align__(16) __nv_bfloat162 pairs[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) pairs[j] = __floats2bfloat162_rn(values[2 * j], values[2 * j + 1]);
+    *reinterpret_cast<uint4*>(w + static_cast<uint64_t>(n) * weights.k + k0) = *reinterpret_cast<const uint4*>(pairs);
   }
 }
 
@@ -118,7 +121,7 @@ Status dequantized_mm(const PlainMm& p, const Tensor& x, const Tensor& out, cuda
   auto w = empty_cuda({p.n, static_cast<int64_t>(p.w.k)}, ScalarType::BFloat16, x.storage->device_index, why);
   if (!w) return invalid(why);
   constexpr int kThreads = 256;
-  const int64_t blocks = std::min<int64_t>((p.n * p.w.k + kThreads - 1) / kThreads, 1 << 16);
+  const int64_t blocks = std::min<int64_t>((p.n * p.w.k / 8 + kThreads - 1) / kThreads, 1 << 16);
   plain_dequantize<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p.w, static_cast<uint32_t>(p.n),
                                                                             static_cast<__nv_bfloat16*>(w->data()));
   if (cudaError_t code = cudaGetLastError(); code != cudaSuccess) return invalid(cudaGetErrorString(code));
