@@ -10,10 +10,9 @@
 // Two ways, chosen per shape (route_check.h): directly, where a block owns
 // 8 columns (one n-block) and up to kRows rows of x, so each packed word is
 // read once per row tile instead of once per output (lane l of a warp reads
-// the words lane l of the layout holds, which are all its own column's; the
-// block's warps split k by outer tile; x for the tiles in flight is staged
-// in shared memory as float32, and the warps' partial sums meet in shared
-// memory at the end); or, for more rows, the weights dequantized into a
+// the words lane l of the layout holds, which are all its own column's, in
+// one load per tile; the block's warps split k by outer tile, and their
+// partial sums meet in shared memory at the end); or, for more rows, the weights dequantized into a
 // bfloat16 [n, k] matrix and one cuBLASLt GEMM on the tensor cores, as
 // tinygemm multiplies bfloat16 weights. The first call of a shape runs both,
 // and the GEMM serves only when it is faster and agrees.
@@ -33,8 +32,6 @@ using namespace ptb::builtin;
 namespace {
 
 constexpr int kWarps = 8;
-constexpr int kMaxTiles = 8;  // tinygemm's inner k tiles are 2, 4 or 8
-constexpr int kMaxTileK = kMaxTiles * 16;
 
 struct Int4Mm {
   const __nv_bfloat16* x = nullptr;
@@ -45,73 +42,85 @@ struct Int4Mm {
   const __nv_bfloat16* scales = nullptr;  // [k/group, n, 2], strides below
   int64_t scale_strides[3] = {};
   int64_t m = 0, n = 0, k = 0, group = 0;
+  int group_shift = 0;            // group = 1 << group_shift
   __nv_bfloat16* out = nullptr;   // [m, n], contiguous
 };
 
-template <int kRows>
-__global__ void __launch_bounds__(kWarps * 32) int4_mm(Int4Mm p) {
-  __shared__ __align__(16) float staged[kRows * kWarps * kMaxTileK];
+// A lane's words of one outer tile: `pairs` consecutive int32 (4, 8 or 16
+// bytes), in one load where the layout's base is aligned for it.
+template <int kPairs>
+__device__ inline void load_words(const int32_t* at, bool vector, uint32_t words[kPairs]) {
+  if constexpr (kPairs == 4) {
+    if (vector) {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(at));
+      words[0] = v.x, words[1] = v.y, words[2] = v.z, words[3] = v.w;
+      return;
+    }
+  } else if constexpr (kPairs == 2) {
+    if (vector) {
+      const uint2 v = __ldg(reinterpret_cast<const uint2*>(at));
+      words[0] = v.x, words[1] = v.y;
+      return;
+    }
+  }
+#pragma unroll
+  for (int pair = 0; pair < kPairs; ++pair) words[pair] = static_cast<uint32_t>(__ldg(at + pair));
+}
+
+// x[row][k] and x[row][k + 1] (k even) as floats.
+__device__ inline float2 x_pair(const Int4Mm& p, int64_t row, int64_t k, bool x_pairs) {
+  const __nv_bfloat16* at = p.x + row * p.x_row + k * p.x_col;
+  if (x_pairs) return __bfloat1622float2(__ldg(reinterpret_cast<const __nv_bfloat162*>(at)));
+  return make_float2(__bfloat162float(at[0]), __bfloat162float(at[p.x_col]));
+}
+
+// Block (nb, row tile): columns nb*8 .. nb*8 + 7 over kRows rows. Warp w
+// takes the outer tiles w, w + kWarps, ...; lane l holds the words lane l of
+// each tile has (column nb*8 + l/4, 4 pairs of neighbouring k per word),
+// loading the next tile's words before it multiplies this one's. x is read
+// where it lies (a bfloat16 pair per load, from L1 after the first warp).
+// Groups are 32 to 256 weights, powers of two, so a pair of 16-wide tiles
+// has one scale and zero, found by a shift.
+template <int kRows, int kPairs>
+__global__ void __launch_bounds__(kWarps * 32) int4_mm(Int4Mm p, bool vector_words, bool x_pairs) {
+  constexpr int kTiles = 2 * kPairs;
+  __shared__ float partial[kWarps * kRows * 8];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t nb = blockIdx.x;
   const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kRows;
+  const int rows = static_cast<int>(p.m - m0 < kRows ? p.m - m0 : kRows);
   const int64_t column = nb * 8 + lane / 4;
-  const int tile_k = p.inner_tiles * 16, pairs = p.inner_tiles / 2;
-  constexpr int pitch = kWarps * kMaxTileK;  // floats per staged row
+  const int32_t* words_at = p.weights + (nb * p.k_super * 32 + lane) * kPairs;  // + outer * 32 * kPairs
+  const __nv_bfloat16* scales_at = p.scales + column * p.scale_strides[1];
+  const int lane_k = (lane % 4) * 2;
   float acc[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) acc[r] = 0;
-
-  for (int64_t base = 0; base < p.k_super; base += kWarps) {
-    const int64_t left = p.k_super - base;
-    const int tiles_now = left < kWarps ? static_cast<int>(left) : kWarps;
-    const int span = tiles_now * tile_k;
-    const int64_t k0 = base * tile_k;
-    // This warp's words and its column's scales first, all loads at once:
-    // they are in flight while x is staged.
-    const bool mine = warp < tiles_now;
-    const int64_t outer = base + (mine ? warp : 0);
-    const int32_t* words = p.weights + ((nb * p.k_super + outer) * 32 + lane) * pairs;
-    uint32_t word[kMaxTiles / 2];
-    float scale[kMaxTiles], zero[kMaxTiles];
+  uint32_t next[kPairs];
+  if (warp < p.k_super) load_words<kPairs>(words_at + warp * 32 * kPairs, vector_words, next);
+  for (int64_t outer = warp; outer < p.k_super; outer += kWarps) {
+    uint32_t words[kPairs];
 #pragma unroll
-    for (int pair = 0; pair < kMaxTiles / 2; ++pair) {
-      word[pair] = mine && pair < pairs ? static_cast<uint32_t>(__ldg(words + pair)) : 0u;
-    }
+    for (int pair = 0; pair < kPairs; ++pair) words[pair] = next[pair];
+    if (outer + kWarps < p.k_super) load_words<kPairs>(words_at + (outer + kWarps) * 32 * kPairs, vector_words, next);
 #pragma unroll
-    for (int tile = 0; tile < kMaxTiles; ++tile) {
-      scale[tile] = zero[tile] = 0.f;
-      if (!mine || tile >= p.inner_tiles) continue;
-      const int64_t g = ((outer * p.inner_tiles + tile) * 16) / p.group;
-      const __nv_bfloat16* sz = p.scales + g * p.scale_strides[0] + column * p.scale_strides[1];
-      scale[tile] = __bfloat162float(sz[0]);
-      zero[tile] = __bfloat162float(sz[p.scale_strides[2]]);
-    }
-    __syncthreads();  // the last round's reads of `staged` are done
-    for (int i = threadIdx.x; i < kRows * span; i += blockDim.x) {
-      const int r = i / span, c = i - r * span;
-      const int64_t row = m0 + r;
-      staged[r * pitch + c] = row < p.m ? __bfloat162float(p.x[row * p.x_row + (k0 + c) * p.x_col]) : 0.f;
-    }
-    __syncthreads();
-    if (!mine) continue;
-    const float* xs = staged + warp * tile_k + (lane % 4) * 2;
+    for (int pair = 0; pair < kPairs; ++pair) {
+      const int64_t k_pair = (outer * kTiles + 2 * pair) * 16;  // the pair of tiles' first k
+      const __nv_bfloat16* sz = scales_at + (k_pair >> p.group_shift) * p.scale_strides[0];
+      const float scale = __bfloat162float(sz[0]);
+      const float offset = __bfloat162float(sz[p.scale_strides[2]]) - 8.f * scale;
 #pragma unroll
-    for (int tile = 0; tile < kMaxTiles; ++tile) {
-      if (tile >= p.inner_tiles) break;
-      const uint32_t bits = word[tile / 2];
-      const int second = tile % 2;
-      const float offset = zero[tile] - 8.f * scale[tile];
-#pragma unroll
-      for (int high = 0; high < 2; ++high) {
-        const int shift = (second * 2 + high) * 4;
-        const float w0 = static_cast<float>((bits >> shift) & 0xfu) * scale[tile] + offset;
-        const float w1 = static_cast<float>((bits >> (16 + shift)) & 0xfu) * scale[tile] + offset;
-        const int at = tile * 16 + high * 8;
+      for (int slot = 0; slot < 4; ++slot) {  // (second tile, high half): the nibble at bit slot * 4
+        const int shift = slot * 4;
+        const float w0 = static_cast<float>((words[pair] >> shift) & 0xfu) * scale + offset;
+        const float w1 = static_cast<float>((words[pair] >> (16 + shift)) & 0xfu) * scale + offset;
+        const int64_t k = k_pair + (slot / 2) * 16 + (slot % 2) * 8 + lane_k;
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
-          const float2 pair_x = *reinterpret_cast<const float2*>(xs + r * pitch + at);
-          acc[r] = fmaf(pair_x.x, w0, acc[r]);
-          acc[r] = fmaf(pair_x.y, w1, acc[r]);
+          if (r >= rows) break;
+          const float2 x = x_pair(p, m0 + r, k, x_pairs);
+          acc[r] = fmaf(x.x, w0, acc[r]);
+          acc[r] = fmaf(x.y, w1, acc[r]);
         }
       }
     }
@@ -123,8 +132,6 @@ __global__ void __launch_bounds__(kWarps * 32) int4_mm(Int4Mm p) {
     acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], 1);
     acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], 2);
   }
-  __syncthreads();
-  float* partial = staged;  // [kWarps][kRows][8]
   if (lane % 4 == 0) {
 #pragma unroll
     for (int r = 0; r < kRows; ++r) partial[(warp * kRows + r) * 8 + lane / 4] = acc[r];
@@ -134,15 +141,23 @@ __global__ void __launch_bounds__(kWarps * 32) int4_mm(Int4Mm p) {
     const int r = threadIdx.x / 8, c = threadIdx.x % 8;
     float sum = 0;
     for (int w = 0; w < kWarps; ++w) sum += partial[(w * kRows + r) * 8 + c];
-    const int64_t row = m0 + r;
-    if (row < p.m) p.out[row * p.n + nb * 8 + c] = __float2bfloat16_rn(sum);
+    if (r < rows) p.out[(m0 + r) * p.n + nb * 8 + c] = __float2bfloat16_rn(sum);
   }
+}
+
+template <int kRows, int kPairs>
+void launch(const Int4Mm& p, cudaStream_t stream) {
+  dim3 grid(static_cast<unsigned>(p.n / 8), static_cast<unsigned>((p.m + kRows - 1) / kRows));
+  const bool vector_words = reinterpret_cast<uintptr_t>(p.weights) % (4 * kPairs) == 0;
+  const bool x_pairs = p.x_col == 1 && p.x_row % 2 == 0 && reinterpret_cast<uintptr_t>(p.x) % 4 == 0;
+  int4_mm<kRows, kPairs><<<grid, kWarps * 32, 0, stream>>>(p, vector_words, x_pairs);
 }
 
 template <int kRows>
 void launch(const Int4Mm& p, cudaStream_t stream) {
-  dim3 grid(static_cast<unsigned>(p.n / 8), static_cast<unsigned>((p.m + kRows - 1) / kRows));
-  int4_mm<kRows><<<grid, kWarps * 32, 0, stream>>>(p);
+  if (p.inner_tiles == 8) launch<kRows, 4>(p, stream);
+  else if (p.inner_tiles == 4) launch<kRows, 2>(p, stream);
+  else launch<kRows, 1>(p, stream);
 }
 
 // w[n][k] = the dequantized weight (n, k), bfloat16, row-major. n * k < 2^31.
@@ -292,6 +307,7 @@ AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHandle self, AtenTe
   p.k = x.sizes[1];
   p.n = weights.sizes[0] * 8;
   p.group = qGroupSize;
+  while ((int64_t{1} << p.group_shift) < p.group) ++p.group_shift;  // check() allows 32, 64, 128, 256
   p.k_super = weights.sizes[1];
   p.inner_tiles = static_cast<int>(weights.sizes[3] * 2);
   auto out = weight_only_output(x, p.n, why);
