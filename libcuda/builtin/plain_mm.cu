@@ -43,8 +43,9 @@ struct PlainMm {
 
 // Lane l takes weights [8l, 8l + 8) of every 256 (plain_weights8: their
 // group decoded once, their codes from one load), and x's 8 values from one
-// 16-byte load where x is dense and aligned. Two such steps are in flight
-// at a time.
+// 16-byte load where x is dense and aligned. Four such steps are in flight
+// at a time: with one warp per column, the loads a lane has in flight are
+// what keeps the memory busy.
 template <int kRows>
 __global__ void __launch_bounds__(kWarps * 32) plain_mm(PlainMm p, bool x_vector) {
   const int lane = threadIdx.x % 32;
@@ -56,7 +57,7 @@ __global__ void __launch_bounds__(kWarps * 32) plain_mm(PlainMm p, bool x_vector
 #pragma unroll
   for (int r = 0; r < kRows; ++r) acc[r] = 0;
   const uint32_t column = static_cast<uint32_t>(n);
-#pragma unroll 2
+#pragma unroll 4
   for (uint32_t k0 = lane * 8; k0 < p.w.k; k0 += 256) {
     float weights[8];
     plain_weights8(p.w, column, k0, weights);
