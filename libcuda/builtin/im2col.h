@@ -26,27 +26,40 @@ struct Im2col {
   PTB_HOST_DEVICE int64_t columns() const { return out_h * out_w; }
 };
 
+// Row k of the columns: the input channel and kernel tap it reads.
+struct Im2colTap {
+  int64_t c = 0, i = 0, j = 0;
+};
+
+PTB_HOST_DEVICE inline Im2colTap im2col_tap(const Im2col& g, int64_t k) {
+  Im2colTap t;
+  if (g.channels_inner) {
+    t.c = k % g.channels;
+    const int64_t tap = k / g.channels;
+    t.i = tap / g.kernel_w;
+    t.j = tap % g.kernel_w;
+  } else {
+    t.j = k % g.kernel_w;
+    const int64_t rest = k / g.kernel_w;
+    t.i = rest % g.kernel_h;
+    t.c = rest / g.kernel_h;
+  }
+  return t;
+}
+
+// The element of row `t` under output position (oh, ow).
+PTB_HOST_DEVICE inline float im2col_value(const Im2col& g, const float* x, const Im2colTap& t, int64_t oh, int64_t ow) {
+  const int64_t ih = oh * g.step_h - g.pad_h + t.i * g.dilation_h;
+  const int64_t iw = ow * g.step_w - g.pad_w + t.j * g.dilation_w;
+  if (ih < 0 || ih >= g.height || iw < 0 || iw >= g.width) return 0.f;
+  return x[t.c * g.stride_c + ih * g.stride_h + iw * g.stride_w];
+}
+
 // Element `index` (row-major in [K, P]) of the columns of input `x`.
 PTB_HOST_DEVICE inline float im2col_at(const Im2col& g, const float* x, int64_t index) {
   const int64_t columns = g.columns();
-  const int64_t k = index / columns, p = index % columns;
-  const int64_t oh = p / g.out_w, ow = p % g.out_w;
-  int64_t c, i, j;
-  if (g.channels_inner) {
-    c = k % g.channels;
-    const int64_t tap = k / g.channels;
-    i = tap / g.kernel_w;
-    j = tap % g.kernel_w;
-  } else {
-    j = k % g.kernel_w;
-    const int64_t rest = k / g.kernel_w;
-    i = rest % g.kernel_h;
-    c = rest / g.kernel_h;
-  }
-  const int64_t ih = oh * g.step_h - g.pad_h + i * g.dilation_h;
-  const int64_t iw = ow * g.step_w - g.pad_w + j * g.dilation_w;
-  if (ih < 0 || ih >= g.height || iw < 0 || iw >= g.width) return 0.f;
-  return x[c * g.stride_c + ih * g.stride_h + iw * g.stride_w];
+  const int64_t p = index % columns;
+  return im2col_value(g, x, im2col_tap(g, index / columns), p / g.out_w, p % g.out_w);
 }
 
 }  // namespace ptb::builtin
