@@ -117,6 +117,51 @@ TEST_CASE("plain layouts: every code of a row packs and reads back") {
   }
 }
 
+// plain_mm.cu's direct kernel loads a chunk of 32 weights' low bits at
+// once (16 bytes; 32 for int8) from plain_low_offset and splits them into
+// octets: octet o must be the bytes plain_low8 reads for k0 + 8o, and decode
+// to the codes packed there.
+TEST_CASE("plain layouts: a chunk's low bits split into the octets plain_low8 reads") {
+  for (int bits : {4, 5, 6, 8}) {
+    CAPTURE(bits);
+    const uint32_t k = 256;
+    std::vector<uint32_t> u(k);
+    for (uint32_t i = 0; i < k; ++i) u[i] = (i * 53 + i / 5) % (1u << bits);
+    Packed p;
+    std::vector<uint8_t> bytes;
+    if (bits == 8) {
+      for (uint32_t i = 0; i < k; ++i) bytes.push_back(static_cast<uint8_t>(u[i] - 128));
+    } else {
+      p = pack(bits, u);
+    }
+    PlainWeights w;
+    w.bits = bits;
+    w.k = k;
+    w.ql = bits == 8 ? bytes.data() : p.ql.data();
+    w.qh = p.qh.data();
+    const uint32_t word_bytes = bits == 8 ? 8 : 4;
+    for (uint32_t k0 = 0; k0 < k; k0 += 32) {
+      uint32_t chunk[8] = {};
+      std::memcpy(chunk, w.ql + plain_low_offset(w, 0, k0), 4 * word_bytes);
+      for (uint32_t o = 0; o < 4; ++o) {
+        CAPTURE(k0 + 8 * o);
+        PlainLow low;
+        low.word[0] = chunk[o * word_bytes / 4];
+        if (bits == 8) low.word[1] = chunk[o * 2 + 1];
+        const PlainLow read = plain_low8(w, 0, k0 + 8 * o);
+        CHECK(low.word[0] == read.word[0]);
+        CHECK(low.word[1] == read.word[1]);
+        int32_t codes[8];
+        plain_codes8(w, 0, k0 + 8 * o, low, codes);
+        for (uint32_t j = 0; j < 8; ++j) {
+          const uint32_t i = k0 + 8 * o + j;
+          CHECK(codes[j] == (bits == 8 ? static_cast<int32_t>(u[i]) - 128 : static_cast<int32_t>(u[i])));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("plain layouts: scales, zeros and steps per group and per 256") {
   // Two rows of k = 512 in groups of 128 (int4): row 1, group 3 (k 384..511),
   // super-block 1.

@@ -83,17 +83,36 @@ PTB_HOST_DEVICE inline uint32_t load_u32(const uint8_t* at) {
 #endif
 }
 
-// The stored values of weights (n, k0) .. (n, k0 + 7), k0 a multiple of 8:
-// unsigned for int4/5/6, signed for int8; from one aligned load of their
-// low bits and at most two bytes of high bits.
-PTB_HOST_DEVICE inline void plain_codes8(const PlainWeights& w, uint32_t n, uint32_t k0, int32_t codes[8]) {
+// The low bits of weights (n, k0) .. (n, k0 + 7), k0 a multiple of 8:
+// int4/5/6's eight nibbles in word[0]; int8's eight bytes in word[0] and
+// word[1]. A kernel may load them itself, several octets at once
+// (plain_mm.cu loads four in one 16-byte load), and decode them below.
+struct PlainLow {
+  uint32_t word[2] = {0, 0};
+};
+
+PTB_HOST_DEVICE inline uint64_t plain_low_offset(const PlainWeights& w, uint32_t n, uint32_t k0) {
+  return w.bits == 8 ? static_cast<uint64_t>(n) * w.k + k0 : static_cast<uint64_t>(n) * (w.k / 2) + k0 / 2;
+}
+
+PTB_HOST_DEVICE inline PlainLow plain_low8(const PlainWeights& w, uint32_t n, uint32_t k0) {
+  const uint8_t* at = w.ql + plain_low_offset(w, n, k0);
+  PlainLow low;
+  low.word[0] = load_u32(at);
+  if (w.bits == 8) low.word[1] = load_u32(at + 4);
+  return low;
+}
+
+// The stored values of weights (n, k0) .. (n, k0 + 7) from their low bits
+// and at most two bytes of high bits: unsigned for int4/5/6, signed for
+// int8.
+PTB_HOST_DEVICE inline void plain_codes8(const PlainWeights& w, uint32_t n, uint32_t k0, const PlainLow& bits,
+                                         int32_t codes[8]) {
   if (w.bits == 8) {
-    const uint8_t* q = w.ql + static_cast<uint64_t>(n) * w.k + k0;
-    const uint32_t halves[2] = {load_u32(q), load_u32(q + 4)};
-    for (int j = 0; j < 8; ++j) codes[j] = static_cast<int8_t>((halves[j / 4] >> ((j % 4) * 8)) & 0xffu);
+    for (int j = 0; j < 8; ++j) codes[j] = static_cast<int8_t>((bits.word[j / 4] >> ((j % 4) * 8)) & 0xffu);
     return;
   }
-  const uint32_t low = load_u32(w.ql + static_cast<uint64_t>(n) * (w.k / 2) + k0 / 2);
+  const uint32_t low = bits.word[0];
   uint32_t even = 0, odd = 0;  // high bits, placed at bit 4 of each code below
   if (w.bits == 5) {
     const uint32_t high = w.qh[static_cast<uint64_t>(n) * (w.k / 8) + (k0 / 32) * 4 + (k0 % 32) / 8];
@@ -112,6 +131,10 @@ PTB_HOST_DEVICE inline void plain_codes8(const PlainWeights& w, uint32_t n, uint
     const uint32_t high = ((j % 2 ? odd : even) >> (8 * (j / 2))) & 0xffu;
     codes[j] = static_cast<int32_t>(((low >> (4 * j)) & 0xfu) | (high << 4));
   }
+}
+
+PTB_HOST_DEVICE inline void plain_codes8(const PlainWeights& w, uint32_t n, uint32_t k0, int32_t codes[8]) {
+  plain_codes8(w, n, k0, plain_low8(w, n, k0), codes);
 }
 
 // Weight (n, k) is scale * (code - zero), both per group of k.
@@ -137,13 +160,17 @@ PTB_HOST_DEVICE inline PlainGroup plain_group(const PlainWeights& w, uint32_t n,
   return g;
 }
 
-// Weights (n, k0) .. (n, k0 + 7), dequantized: a group (at least 8 weights,
-// aligned) is decoded once for all 8.
-PTB_HOST_DEVICE inline void plain_weights8(const PlainWeights& w, uint32_t n, uint32_t k0, float weights[8]) {
-  const PlainGroup g = plain_group(w, n, k0);
+// Weights (n, k0) .. (n, k0 + 7) of group g, dequantized (a group is at
+// least 8 weights, aligned, so all 8 share one).
+PTB_HOST_DEVICE inline void plain_weights8(const PlainWeights& w, uint32_t n, uint32_t k0, const PlainLow& bits,
+                                           const PlainGroup& g, float weights[8]) {
   int32_t codes[8];
-  plain_codes8(w, n, k0, codes);
+  plain_codes8(w, n, k0, bits, codes);
   for (int j = 0; j < 8; ++j) weights[j] = g.scale * (static_cast<float>(codes[j]) - g.zero);
+}
+
+PTB_HOST_DEVICE inline void plain_weights8(const PlainWeights& w, uint32_t n, uint32_t k0, float weights[8]) {
+  plain_weights8(w, n, k0, plain_low8(w, n, k0), plain_group(w, n, k0), weights);
 }
 
 }  // namespace ptb::builtin
