@@ -254,11 +254,11 @@ const ConvPlan* find_detour(const Cudnn& api, cudnnHandle_t handle, const ConvKe
   auto yn = empty_like(y, why);
   if (!xn || !wn || !yn) return nullptr;
   const bool copy_weight = !w.is_contiguous();
-  const float in_ms = mean_ms(stream, [&] {
+  const float in_ms = mean_ms(stream, Timing::as_launched, [&] {
     copy_elements(*xn, x);
     if (copy_weight) copy_elements(*wn, w);
   });
-  const float out_ms = mean_ms(stream, [&] { copy_elements(y, *yn); });
+  const float out_ms = mean_ms(stream, Timing::as_launched, [&] { copy_elements(y, *yn); });
   if (in_ms < 0 || out_ms < 0) return nullptr;
   ConvKey packed = key;
   auto packed_strides = [](const std::vector<int>& dims) {
@@ -393,7 +393,8 @@ bool gemm_route_wins(const Cudnn& api, cudnnHandle_t handle, const ConvPlan& pla
   auto shape = gemm_route_shape(key, w, y);
   if (!shape) return false;
   bool ran = true;
-  const float route_ms = mean_ms(stream, [&] { ran = ran && run_gemm_route(*shape, x, nullptr, stream).ok(); });
+  const float route_ms =
+      mean_ms(stream, Timing::as_launched, [&] { ran = ran && run_gemm_route(*shape, x, nullptr, stream).ok(); });
   const bool faster = ran && route_ms >= 0 && route_ms < 0.9f * chosen_ms;
   if (tracing()) {
     std::fprintf(stderr, "  GEMM route: %.4f ms against %.4f ms: %s\n", route_ms, chosen_ms,

@@ -292,7 +292,7 @@ void search(Plan& plan, cublasLtHandle_t handle, const Product& p, const void* a
     const cublasLtMatmulHeuristicResult_t& candidate = plan.candidates[i];
     if (candidate.workspaceSize > (work.data ? work.bytes : 0)) continue;
     bool failed = false;
-    const float ms = mean_ms(stream, [&] {
+    const float ms = mean_ms(stream, Timing::gpu, [&] {
       failed |= lt.matmul(handle, plan.desc, alpha, p.a.data, plan.a, p.b.data, plan.b, beta, p.d, plan.c, scratch,
                           plan.c, &candidate.algo, work.data, work.data ? work.bytes : 0,
                           stream) != CUBLAS_STATUS_SUCCESS;

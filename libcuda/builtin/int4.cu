@@ -254,8 +254,8 @@ Status int4_mm_into(const Int4Mm& p, const Tensor& x, const Tensor& out, cudaStr
   auto other = empty_cuda(out.sizes, ScalarType::BFloat16, x.storage->device_index, why);
   if (!other) return invalid(why);
   bool ran = true;
-  const float gemm_ms = mean_ms(stream, [&] { ran = ran && dequantized_mm(p, x, *other, stream).ok(); });
-  const float direct_ms = mean_ms(stream, [&] { launch_direct(p, stream); });
+  const float gemm_ms = mean_ms(stream, Timing::gpu, [&] { ran = ran && dequantized_mm(p, x, *other, stream).ok(); });
+  const float direct_ms = mean_ms(stream, Timing::gpu, [&] { launch_direct(p, stream); });
   // The direct kernel's float32 weights against bfloat16 ones: a few
   // bfloat16 roundings of the output apart (eager's tinygemm differs from
   // the direct kernel by 6e-3 of the largest value on 16x4096x4096).

@@ -26,6 +26,10 @@ struct View {
 // anything to bool tests for nonzero). Both on the GPU.
 cudaError_t strided_copy(const View& dst, const View& src, int64_t numel, cudaStream_t stream);
 
+// Keeps `stream` busy for about `nanoseconds`: work queued behind it while
+// it waits then runs back to back, so timing that work measures the GPU.
+cudaError_t hold(cudaStream_t stream, uint32_t nanoseconds);
+
 // Whether strided_copy handles `dtype` (the real ones ATen copies).
 bool copyable_dtype(int32_t dtype);
 

@@ -12,19 +12,35 @@
 #include <mutex>
 #include <optional>
 
+#include "kernels.h"
 #include "tensor.h"
 
 namespace ptb::builtin {
 
+// How a search times its candidates. On the GPU: the repetitions are queued
+// behind a kernel that waits (kernels::hold) long enough for the host to
+// launch them all, so they meet the GPU back to back. As launched, runs are
+// host-bound wherever launching costs more than the GPU's work (a 3-us
+// product; every run under a CUDA tracer, where cuBLASLt's candidates all
+// measured 35-38 us for kernels of 28-33). Candidates compared with each
+// other are timed on the GPU (cuBLASLt's, the int4 ways); the convolution's
+// GEMM route and channels-last detour are compared with cuDNN's plans, which
+// are timed as launched, and are timed so too: timed on the GPU against them,
+// the route took a 64-channel 56x56 convolution at 26 us from a cuDNN engine
+// that runs it in 19 (H100, 2026-12-06).
+enum class Timing { gpu, as_launched };
+
 // The mean time of `run` on `stream` over a few repetitions, after one; -1
 // when the events fail.
 template <typename Run>
-float mean_ms(cudaStream_t stream, Run run) {
+float mean_ms(cudaStream_t stream, Timing timing, Run run) {
   constexpr int kRepetitions = 5;
+  constexpr uint32_t kHoldNs = 300000;  // 5 launches of up to 60 us of host time each
   run();
   cudaEvent_t start = nullptr, stop = nullptr;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
+  if (timing == Timing::gpu) kernels::hold(stream, kHoldNs);
   cudaEventRecord(start, stream);
   for (int i = 0; i < kRepetitions; ++i) run();
   cudaEventRecord(stop, stream);
