@@ -3,7 +3,7 @@
 // tests/gpu/make_packages.py compiles with ExecuTorch's full options:
 //  1. per-call latency of AotiModel::time_calls on et_mlp against the same
 //     library driven by the smallest loop through the same C ABI (goal, issue
-//     13: under 5 us more per call);
+//     20: under 2 us more per call; issue 13 asked for 5, and +4.9 passed it);
 //  2. the upload of et_big's 512 MiB of weights, as one blob and split per
 //     FQN, as a share of pinned host-to-device bandwidth (goal: 50 % or more).
 // scripts/gpu-check --bench runs it.
@@ -170,8 +170,8 @@ Status per_call(const std::string& folder, int iterations) {
     least = std::min(least, summarize_timings(theirs).median_ms * 1000);
   }
   std::printf("per call (et_mlp, median of %d, best of 3): runner %.2f us, minimal C-ABI loop %.2f us: "
-              "%+.2f us (%.3fx) [goal: under +5 us] %s\n",
-              iterations, runner, least, runner - least, runner / least, runner - least < 5 ? "ok" : "MISSED");
+              "%+.2f us (%.3fx) [goal: under +2 us] %s\n",
+              iterations, runner, least, runner - least, runner / least, runner - least < 2 ? "ok" : "MISSED");
   return {};
 }
 
