@@ -4,8 +4,10 @@
 // .item(), int4 weight-only Linear, a dynamic-batch MLP, ...), compiled by
 // PyTorch on the GPU machine (make_packages.py, each way: ExecuTorch's
 // options, ATen GEMM/convolution allowed, no autotuning), each loaded by the
-// built-in runtime and run against eager PyTorch's outputs on the same GPU.
-// Samplers draw their own noise, so their outputs are checked by shape,
+// built-in runtime and run against eager PyTorch's outputs on the same GPU,
+// then shipped as a robot team ships it: exported by the CLI into a bundle
+// whose test case is those inputs and eager's outputs, and verified, which
+// runs the test case on this GPU. Samplers draw their own noise, so their outputs are checked by shape,
 // finiteness and statistics against eager's. Each package prints one "[gpu]"
 // line: what it checked, its error, its time per call against eager's.
 #include <algorithm>
@@ -104,6 +106,37 @@ std::string check_outputs(AotiModel& model, const fs::path& folder, const std::s
   return "";
 }
 
+// The package exported into a bundle of its own (the recorded inputs and
+// eager's outputs as its test case; a sampler's outputs unchecked) and
+// verified on this GPU: "" or why not.
+std::string export_and_verify(const fs::path& folder, const std::string& stem, const nlohmann::json& description) {
+  const size_t inputs = description.value("inputs", 1), outputs = description.value("outputs", 1);
+  const bool sampler = description.value("check", "") == "sampler";
+  std::string example = "model=";
+  for (size_t i = 0; i < inputs; ++i)
+    example += (i ? "," : "") + (folder / (stem + ".in" + std::to_string(i) + ".npy")).string();
+  example += ":";
+  for (size_t i = 0; i < outputs && !sampler; ++i)
+    example += (i ? "," : "") + (folder / (stem + ".out" + std::to_string(i) + ".npy")).string();
+  ptb::test::TempDir dir;
+  const std::string bundle = ptb::test::quote(dir.path() / "bundle");
+  auto exported = ptb::test::run_cli("export -o " + bundle + " --part model=" +
+                                     ptb::test::quote(folder / (stem + ".pt2")) + " --example " +
+                                     ptb::test::quote(example));
+  if (exported.exit_code != 0) return "export: " + exported.err;
+  auto verified = ptb::test::run_cli("verify " + bundle + " --json");
+  const nlohmann::json report = nlohmann::json::parse(verified.out, nullptr, false);
+  if (report.is_discarded()) return "verify printed no JSON: " + verified.err;
+  int test_cases = 0;
+  for (const nlohmann::json& check : report["checks"]) {
+    if (check.value("status", "") == "fail") return "verify: " + check.dump();
+    if (check.value("check", "") == "testcase" && check.value("status", "") == "pass") ++test_cases;
+  }
+  if (verified.exit_code != 0) return "verify exited " + std::to_string(verified.exit_code) + ": " + verified.err;
+  if (test_cases != 1) return "verify reproduced " + std::to_string(test_cases) + " test cases; expected 1";
+  return "";
+}
+
 Outcome run_package(const fs::path& folder, const std::string& stem, const nlohmann::json& description) {
   Outcome outcome;
   auto part = open_run_part((folder / (stem + ".pt2")).string(), this_gpu());
@@ -128,7 +161,12 @@ Outcome run_package(const fs::path& folder, const std::string& stem, const nlohm
   const double median_us = summarize_timings(*times).median_ms * 1000;
   const double eager_us = description.value("eager_us", 0.0);
   char text[300];
-  std::snprintf(text, sizeof text, "%s, max abs diff %.3g; median %.1f us, eager %.1f us (eager/ptbundle %.2f)",
+  if (std::string shipped = export_and_verify(folder, stem, description); !shipped.empty()) {
+    return {false, "exported and verified: " + shipped};
+  }
+  std::snprintf(text, sizeof text,
+                "%s, max abs diff %.3g; exported, verified (test case reproduced); median %.1f us, eager %.1f us "
+                "(eager/ptbundle %.2f)",
                 sampler ? "sampler statistics ok" : "matches eager", max_error, median_us, eager_us,
                 median_us > 0 ? eager_us / median_us : 0.0);
   return {true, text};
@@ -136,8 +174,9 @@ Outcome run_package(const fs::path& folder, const std::string& stem, const nlohm
 
 }  // namespace
 
-TEST_CASE("run on GPU, built-in runtime: programs shaped like policy parts run and match eager PyTorch") {
+TEST_CASE("run on GPU, built-in runtime: programs shaped like policy parts run, match eager PyTorch, export and verify") {
   PTB_REQUIRE_BUILTIN_GPU();
+  PTB_REQUIRE_CLI_BUILTIN_GPU();
   PTB_REQUIRE_GPU_PACKAGES();
   ptb::test::trace_crashes();
   const fs::path folder = *ptb::test::gpu_packages();
@@ -163,6 +202,7 @@ TEST_CASE("run on GPU, built-in runtime: programs shaped like policy parts run a
     CHECK_MESSAGE(outcome.ok, verdict);
     ran += outcome.ok;
   }
-  std::printf("[gpu] policy parts: %zu of %zu compiled packages ran and matched eager\n", ran, compiled);
+  std::printf("[gpu] policy parts: %zu of %zu compiled packages ran, matched eager, exported and verified\n", ran,
+              compiled);
   CHECK(compiled > 0);
 }
