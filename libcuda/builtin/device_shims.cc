@@ -23,8 +23,17 @@ struct StreamGuard {
   void* previous_stream = nullptr;
 };
 
+// cudaSetDevice only where the device changes, as ATen's guards do: every
+// run() of a library creates and deletes a stream guard, almost always for
+// the device already current.
+cudaError_t switch_device(int device) {
+  int current = -1;
+  if (cudaGetDevice(&current) == cudaSuccess && current == device) return cudaSuccess;
+  return cudaSetDevice(device);
+}
+
 AOTITorchError set_device(const char* function, int32_t device) {
-  cudaError_t code = cudaSetDevice(device);
+  cudaError_t code = switch_device(device);
   if (code != cudaSuccess) return fail(function, "cudaSetDevice(" + std::to_string(device) + "): " + cudaGetErrorString(code));
   return kShimSuccess;
 }
@@ -43,7 +52,7 @@ AOTITorchError create_device_guard(const char* function, int32_t device, DeviceG
 
 AOTITorchError delete_device_guard(DeviceGuard* guard) {
   if (!guard) return kShimSuccess;
-  if (guard->previous >= 0) cudaSetDevice(guard->previous);
+  if (guard->previous >= 0) switch_device(guard->previous);
   delete guard;
   return kShimSuccess;
 }
@@ -109,7 +118,7 @@ AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle handle)
   auto* guard = reinterpret_cast<StreamGuard*>(handle);
   if (!guard) return kShimSuccess;
   set_current_stream(guard->device, guard->previous_stream);
-  if (guard->previous_device >= 0) cudaSetDevice(guard->previous_device);
+  if (guard->previous_device >= 0) switch_device(guard->previous_device);
   delete guard;
   return kShimSuccess;
 }
