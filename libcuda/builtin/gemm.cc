@@ -261,15 +261,6 @@ struct Product {
   const void* bias = nullptr;
 };
 
-size_t element_bytes(int32_t dtype) {
-  switch (dtype) {
-    case ScalarType::Half:
-    case ScalarType::BFloat16: return 2;
-    case ScalarType::Double: return 8;
-    default: return 4;
-  }
-}
-
 // Times the plan's candidates on p's operands and keeps the fastest. They
 // write a scratch D, while C stays p.d, so that beta's term reads what the
 // call will read and p.d is untouched. Once per plan, outside captures; a
@@ -281,7 +272,7 @@ void search(Plan& plan, cublasLtHandle_t handle, const Product& p, const void* a
   if (plan.candidates.size() < 2) return;
   const uint64_t span = static_cast<uint64_t>((p.batch - 1) * p.stride_d + (p.n - 1) * p.ldd + p.m);
   void* scratch = nullptr;
-  if (cudaMallocAsync(&scratch, span * element_bytes(p.cd_dtype), stream) != cudaSuccess) {
+  if (cudaMallocAsync(&scratch, span * scalar_type_size(p.cd_dtype).value_or(8), stream) != cudaSuccess) {
     cudaGetLastError();
     return;
   }
