@@ -76,9 +76,14 @@ struct Outcome {
   std::string what;  // the figures, or why it failed
 };
 
+// make_packages.py's arrays: <stem>.in<i>.npy and <stem>.out<i>.npy.
+fs::path array_path(const fs::path& folder, const std::string& stem, const char* kind, size_t i) {
+  return folder / (stem + "." + kind + std::to_string(i) + ".npy");
+}
+
 std::vector<HostTensor> read_inputs(const fs::path& folder, const std::string& stem, size_t count) {
   std::vector<HostTensor> inputs;
-  for (size_t i = 0; i < count; ++i) inputs.push_back(npy_tensor(folder / (stem + ".in" + std::to_string(i) + ".npy")));
+  for (size_t i = 0; i < count; ++i) inputs.push_back(npy_tensor(array_path(folder, stem, "in", i)));
   return inputs;
 }
 
@@ -90,7 +95,7 @@ std::string check_outputs(AotiModel& model, const fs::path& folder, const std::s
   if (got->size() != outputs) return "gave " + std::to_string(got->size()) + " outputs; eager " + std::to_string(outputs);
   for (size_t i = 0; i < outputs; ++i) {
     const TensorBytes mine = tensor_bytes((*got)[i]);
-    const HostTensor expected = npy_tensor(folder / (stem + ".out" + std::to_string(i) + ".npy"));
+    const HostTensor expected = npy_tensor(array_path(folder, stem, "out", i));
     const TensorBytes want = tensor_bytes(expected);
     if (sampler) {
       std::string why = sampler_verdict(mine, want);
@@ -109,15 +114,13 @@ std::string check_outputs(AotiModel& model, const fs::path& folder, const std::s
 // The package exported into a bundle of its own (the recorded inputs and
 // eager's outputs as its test case; a sampler's outputs unchecked) and
 // verified on this GPU: "" or why not.
-std::string export_and_verify(const fs::path& folder, const std::string& stem, const nlohmann::json& description) {
-  const size_t inputs = description.value("inputs", 1), outputs = description.value("outputs", 1);
-  const bool sampler = description.value("check", "") == "sampler";
+std::string export_and_verify(const fs::path& folder, const std::string& stem, size_t inputs, size_t outputs,
+                              bool sampler) {
   std::string example = "model=";
-  for (size_t i = 0; i < inputs; ++i)
-    example += (i ? "," : "") + (folder / (stem + ".in" + std::to_string(i) + ".npy")).string();
+  for (size_t i = 0; i < inputs; ++i) example += (i ? "," : "") + array_path(folder, stem, "in", i).string();
   example += ":";
   for (size_t i = 0; i < outputs && !sampler; ++i)
-    example += (i ? "," : "") + (folder / (stem + ".out" + std::to_string(i) + ".npy")).string();
+    example += (i ? "," : "") + array_path(folder, stem, "out", i).string();
   ptb::test::TempDir dir;
   const std::string bundle = ptb::test::quote(dir.path() / "bundle");
   auto exported = ptb::test::run_cli("export -o " + bundle + " --part model=" +
@@ -161,7 +164,7 @@ Outcome run_package(const fs::path& folder, const std::string& stem, const nlohm
   const double median_us = summarize_timings(*times).median_ms * 1000;
   const double eager_us = description.value("eager_us", 0.0);
   char text[300];
-  if (std::string shipped = export_and_verify(folder, stem, description); !shipped.empty()) {
+  if (std::string shipped = export_and_verify(folder, stem, inputs, outputs, sampler); !shipped.empty()) {
     return {false, "exported and verified: " + shipped};
   }
   std::snprintf(text, sizeof text,

@@ -1,6 +1,4 @@
 // The columns of a batch-1 2-d convolution (im2col.h).
-#include <algorithm>
-
 #include "im2col.h"
 #include "kernels.h"
 

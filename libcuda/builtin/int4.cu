@@ -12,10 +12,11 @@
 // read once per row tile instead of once per output (lane l of a warp reads
 // the words lane l of the layout holds, which are all its own column's, in
 // one load per tile; the block's warps split k by outer tile, and their
-// partial sums meet in shared memory at the end); or, for more rows, the weights dequantized into a
-// bfloat16 [n, k] matrix and one cuBLASLt GEMM on the tensor cores, as
-// tinygemm multiplies bfloat16 weights. The first call of a shape runs both,
-// and the GEMM serves only when it is faster and agrees.
+// partial sums meet in shared memory at the end); or, for more rows, the
+// weights dequantized into a bfloat16 [n, k] matrix and one cuBLASLt GEMM
+// on the tensor cores, as tinygemm multiplies bfloat16 weights. The first
+// call of a shape runs both, and the GEMM serves only when it is faster and
+// agrees.
 #include <cuda_bf16.h>
 
 #include <cstdio>

@@ -59,7 +59,7 @@ PTB_HOST_DEVICE inline float float_of_bits(uint32_t bits) {
 PTB_HOST_DEVICE inline float half_bits_to_float(uint16_t bits) {
 #if defined(__CUDA_ARCH__)
   return __half2float(__ushort_as_half(bits));  // one conversion instruction
-#endif
+#else
   const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
   const uint32_t exponent = (bits >> 10) & 0x1fu, mantissa = bits & 0x3ffu;
   if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in float
@@ -68,6 +68,7 @@ PTB_HOST_DEVICE inline float half_bits_to_float(uint16_t bits) {
   }
   const uint32_t wide_exponent = exponent == 31 ? 255u : exponent - 15 + 127;
   return float_of_bits(sign | (wide_exponent << 23) | (mantissa << 13));
+#endif
 }
 
 PTB_HOST_DEVICE inline float bfloat16_bits_to_float(uint16_t bits) { return float_of_bits(static_cast<uint32_t>(bits) << 16); }
