@@ -27,10 +27,13 @@ dynamic programs the extra batch sizes, whose inputs and outputs are
 the generated wrapper source, which the per-FQN tests split the weights blob
 with. bfloat16 arrays are saved as ml_dtypes does ("|V2").
 
-Usage: make_packages.py OUT_DIR [--jobs N] [--report FILE] [NAME ...]
+Usage: make_packages.py OUT_DIR [--jobs N] [--report FILE] [--keep] [NAME ...]
   NAME: a runtime-set name, a policy model (every way), or <model>-<way>;
   none: everything. --report writes, per package, the aoti_* functions its
-  library imports and the shim calls its wrapper makes.
+  library imports and the shim calls its wrapper makes. --keep leaves a
+  package OUT_DIR already holds (its .json says it compiled) as it is: a
+  compile longer than one device call finishes in the next, on the same
+  machine, with PTB_INDUCTOR_CACHE_ROOT naming a folder both calls see.
 """
 
 import argparse
@@ -189,12 +192,26 @@ def eager_median_us(module, inputs, warmup=10, iterations=50):
     return round(times[len(times) // 2], 1)
 
 
+def already_made(job, out_dir):
+    name, way = job
+    label = name if way is None else f"{name}-{way}"
+    try:
+        with open(os.path.join(out_dir, f"{label}.json")) as f:
+            made = json.load(f).get("ok") is True
+    except (OSError, ValueError):
+        return False
+    return made and os.path.exists(os.path.join(out_dir, f"{label}.pt2"))
+
+
 def compile_one(job, out_dir):
     """One package; returns what was made or why it failed. Runs in a worker
     process of its own, with an Inductor cache of its own."""
     name, way = job
     label = name if way is None else f"{name}-{way}"
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), f"inductor-{label}")
+    # PTB_INDUCTOR_CACHE_ROOT keeps the caches (autotuning's timings among
+    # them) where a later call on the same machine finds them.
+    cache_root = os.environ.get("PTB_INDUCTOR_CACHE_ROOT") or tempfile.gettempdir()
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache_root, f"inductor-{label}")
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "4")
     result = {"package": label, "ok": False}
     start = time.time()
@@ -314,6 +331,7 @@ def main():
     parser.add_argument("names", nargs="*")
     parser.add_argument("--jobs", type=int, default=0)
     parser.add_argument("--report")
+    parser.add_argument("--keep", action="store_true")
     args = parser.parse_intermixed_args()
     import torch
 
@@ -321,9 +339,14 @@ def main():
         sys.exit("make_packages.py: needs a CUDA GPU")
     os.makedirs(args.out_dir, exist_ok=True)
     jobs = expand(args.names)
+    if args.keep:
+        jobs = [job for job in jobs if not already_made(job, args.out_dir)]
     workers = args.jobs or max(1, min(len(jobs), (os.cpu_count() or 2) // 2))
     start = time.time()
     results = []
+    # Written as each package finishes: a compile cut short by the caller's
+    # time limit still leaves the report of those done.
+    report = open(args.report, "w") if args.report else None
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures = {pool.submit(compile_one, job, args.out_dir): job for job in jobs}
@@ -337,15 +360,16 @@ def main():
             results.append(result)
             state = f"{result.get('bytes', 0)} bytes" if result["ok"] else "FAILED: " + result["error"].strip().splitlines()[-1][:300]
             print(f"make_packages: {result['package']}.pt2 {state} in {result['seconds']} s", flush=True)
+            if report:
+                report.write(f"=== {result['package']}: {'ok' if result['ok'] else 'FAILED'} in {result['seconds']} s\n")
+                report.write(result.get("describe", "") if result["ok"] else result["error"] + "\n")
+                report.flush()
     results.sort(key=lambda r: r["package"])
     failed = [r["package"] for r in results if not r["ok"]]
     print(f"make_packages: {len(results) - len(failed)} of {len(results)} packages in {time.time() - start:.0f} s "
           f"with {workers} workers" + (f"; failed: {' '.join(failed)}" if failed else ""), flush=True)
-    if args.report:
-        with open(args.report, "w") as out:
-            for r in results:
-                out.write(f"=== {r['package']}: {'ok' if r['ok'] else 'FAILED'} in {r['seconds']} s\n")
-                out.write(r.get("describe", "") if r["ok"] else r["error"] + "\n")
+    if report:
+        report.close()
     # A policy model that does not compile one way is reported, not fatal;
     # the runtime set is what the existing tests need.
     sys.exit(1 if any(p in RUNTIME_SET for p in failed) else 0)
