@@ -102,6 +102,21 @@ Error call_addmm(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
   return f(in[3], in[0], in[1], in[2], 1.0, 1.0);
 }
 
+// addmm as max-autotune's wrappers call it: the bias reinterpreted as
+// [rows, columns] with a row stride of 0, deleted after the call.
+Error call_addmm_expanded_bias(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
+  static auto reinterpret = m.get<Fn<Handle, int64_t, const int64_t*, const int64_t*, int64_t, Handle*>>(
+      "aoti_torch__reinterpret_tensor");
+  static auto remove = m.get<Fn<Handle>>("aoti_torch_delete_tensor_object");
+  static auto f = m.get<Fn<Handle, Handle, Handle, Handle, double, double>>("aoti_torch_cuda_addmm_out");
+  const int64_t sizes[2] = {512, 1024}, strides[2] = {0, 1};
+  Handle bias = nullptr;
+  if (Error error = reinterpret(in[0], 2, sizes, strides, 0, &bias)) return error;
+  Error error = f(in[3], bias, in[1], in[2], 1.0, 1.0);
+  remove(bias);
+  return error;
+}
+
 Error call_bmm(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
   static auto f = m.get<Fn<Handle, Handle, Handle>>("aoti_torch_cuda_bmm_out");
   return f(in[2], in[0], in[1]);
@@ -309,6 +324,9 @@ std::vector<Case> cases() {
         {normal(dtype, {1024}), normal(dtype, {512, 1024}), normal(dtype, {1024, 1024}), normal(dtype, {512, 1024})},
         "{}", call_addmm);
   }
+  add("addmm_expanded_bias_f32", "addmm_out",
+      {normal(kF32, {1024}), normal(kF32, {512, 1024}), normal(kF32, {1024, 1024}), normal(kF32, {512, 1024})}, "{}",
+      call_addmm_expanded_bias);
   add("bmm_f32", "bmm_out", {normal(kF32, {8, 128, 64}), normal(kF32, {8, 64, 128}), normal(kF32, {8, 128, 128})},
       "{}", call_bmm);
   add("addmm_gelu_f32", "_addmm_activation",

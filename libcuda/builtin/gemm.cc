@@ -524,11 +524,15 @@ std::string broadcast_into(const Tensor& out, const Tensor& self) {
 }
 
 // The vector cuBLASLt's bias epilogue adds over out's columns, when `self`
-// is one: 1-d of out's columns (or [1, N]), contiguous, out's dtype.
+// is one: 1-d of out's columns, [1, N], or [M, N] with a row stride of 0
+// (the bias as max-autotune's wrappers pass it, expanded over the rows:
+// taken as a tensor to copy, it cost a 2-MiB broadcast before each 512-row
+// product), contiguous along the columns, out's dtype.
 const void* bias_vector(const Tensor& out, const Tensor& self) {
   const int64_t columns = out.sizes.back();
   if (self.dtype != out.dtype || self.storage->device_type != kDeviceCuda) return nullptr;
-  const bool row = self.sizes.size() == 1 || (self.sizes.size() == 2 && self.sizes[0] == 1);
+  const bool row = self.sizes.size() == 1 ||
+                   (self.sizes.size() == 2 && (self.sizes[0] == 1 || (self.strides[0] == 0 && self.sizes[0] == out.sizes[0])));
   if (!row || self.sizes.back() != columns || (columns > 1 && self.strides.back() != 1)) return nullptr;
   return self.data();
 }
