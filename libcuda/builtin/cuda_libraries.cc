@@ -107,10 +107,6 @@ LoadedCublas& cublas_state() {
     bind(h, "cublasLtMatmulPreferenceDestroy", a.preference_destroy, missing);
     bind(h, "cublasLtMatmulPreferenceSetAttribute", a.preference_set, missing);
     bind(h, "cublasLtMatmulAlgoGetHeuristic", a.heuristic, missing);
-    bind(h, "cublasLtMatmulAlgoCapGetAttribute", a.algo_cap, missing);
-    bind(h, "cublasLtMatmulAlgoConfigGetAttribute", a.algo_get, missing);
-    bind(h, "cublasLtMatmulAlgoConfigSetAttribute", a.algo_set, missing);
-    bind(h, "cublasLtMatmulAlgoCheck", a.algo_check, missing);
     bind(h, "cublasLtGetStatusString", a.status_string, missing);
     if (!missing.empty()) {
       loaded.library.why = loaded.library.path + " lacks " + missing + " (cuBLAS 13 is needed)";

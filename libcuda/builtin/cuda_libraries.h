@@ -35,12 +35,6 @@ struct CublasLt {
   decltype(&cublasLtMatmulPreferenceDestroy) preference_destroy = nullptr;
   decltype(&cublasLtMatmulPreferenceSetAttribute) preference_set = nullptr;
   decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
-  // What the GEMM search needs to make split-k variants of the heuristics'
-  // candidates and to check them.
-  decltype(&cublasLtMatmulAlgoCapGetAttribute) algo_cap = nullptr;
-  decltype(&cublasLtMatmulAlgoConfigGetAttribute) algo_get = nullptr;
-  decltype(&cublasLtMatmulAlgoConfigSetAttribute) algo_set = nullptr;
-  decltype(&cublasLtMatmulAlgoCheck) algo_check = nullptr;
   decltype(&cublasLtGetStatusString) status_string = nullptr;
 };
 

@@ -12,15 +12,11 @@
 // heuristic candidates; the first call outside a graph capture times them on
 // the real operands and keeps the fastest (the heuristics' first pick ran a
 // 16x256x256 float32 product, an MLP head's, in 29 us on an H100, where
-// cuBLAS's small-n kernel takes 3). Split-k variants of the candidates are
-// timed with them: the heuristics seldom offer one where the output has too
-// few tiles to fill the GPU and k is deep (a 512x1024x1024 float32 Linear is
-// 32 tiles of 128x128 for 132 SMs). Each stream gets one workspace.
+// cuBLAS's small-n kernel takes 3). Each stream gets one workspace.
 #include <cublasLt.h>
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -41,8 +37,6 @@ namespace {
 
 constexpr size_t kWorkspaceBytes = 32ull << 20;  // what cuBLAS asks for on Hopper
 constexpr int kCandidates = 16;                   // heuristic results timed per shape
-constexpr size_t kSplitVariants = 24;             // split-k variants timed per shape, at most
-constexpr int64_t kMinSplitDepth = 256;           // shallower products gain nothing from a split
 
 // One operand as cuBLASLt stores it: column-major rows x cols with leading
 // dimension ld, and whether the product reads it transposed.
@@ -203,72 +197,6 @@ Result<cublasLtMatrixLayout_t> make_layout(const CublasLt& lt, cudaDataType_t ty
   return layout;
 }
 
-// Off with PTBUNDLE_GEMM_SPLIT_K=0: the benchmarks' way of measuring what
-// the split-k variants bring, side by side in one run.
-bool split_k_allowed() {
-  static const bool allowed = [] {
-    const char* value = std::getenv("PTBUNDLE_GEMM_SPLIT_K");
-    return !(value && std::strcmp(value, "0") == 0);
-  }();
-  return allowed;
-}
-
-// The split of k a candidate has (1: none); 0 where cuBLASLt does not say.
-int32_t split_of(const CublasLt& lt, const cublasLtMatmulAlgo_t& algo) {
-  int32_t split = 0;
-  size_t written = 0;
-  if (lt.algo_get(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof split, &written) != CUBLAS_STATUS_SUCCESS)
-    return 0;
-  return split;
-}
-
-// Appends to the plan's candidates the unsplit ones split into 2, 3 and 4
-// along k, reduced in the compute type where the kernel can (else as it
-// can), each checked by cuBLASLt for these descriptors and the workspace.
-void add_split_k(const CublasLt& lt, cublasLtHandle_t handle, Plan& plan, size_t workspace) {
-  std::vector<cublasLtMatmulHeuristicResult_t> variants;
-  for (const cublasLtMatmulHeuristicResult_t& candidate : plan.candidates) {
-    int32_t supported = 0;
-    uint32_t schemes = 0;
-    size_t written = 0;
-    if (lt.algo_cap(&candidate.algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &supported, sizeof supported, &written) !=
-            CUBLAS_STATUS_SUCCESS ||
-        !supported || split_of(lt, candidate.algo) != 1)
-      continue;
-    if (lt.algo_cap(&candidate.algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes, &written) !=
-        CUBLAS_STATUS_SUCCESS)
-      continue;
-    uint32_t scheme = 0;
-    for (uint32_t preferred : {CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE,
-                               CUBLASLT_REDUCTION_SCHEME_INPLACE}) {
-      if (schemes & preferred) {
-        scheme = preferred;
-        break;
-      }
-    }
-    if (!scheme) continue;
-    for (int32_t parts : {2, 3, 4}) {
-      if (variants.size() >= kSplitVariants) break;
-      cublasLtMatmulHeuristicResult_t variant{};
-      variant.algo = candidate.algo;
-      if (lt.algo_set(&variant.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &parts, sizeof parts) != CUBLAS_STATUS_SUCCESS ||
-          lt.algo_set(&variant.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme) !=
-              CUBLAS_STATUS_SUCCESS)
-        continue;
-      cublasLtMatmulHeuristicResult_t checked{};
-      if (lt.algo_check(handle, plan.desc, plan.a, plan.b, plan.c, plan.c, &variant.algo, &checked) !=
-              CUBLAS_STATUS_SUCCESS ||
-          checked.workspaceSize > workspace)
-        continue;
-      variant.workspaceSize = checked.workspaceSize;
-      variant.wavesCount = checked.wavesCount;
-      variant.state = CUBLAS_STATUS_SUCCESS;
-      variants.push_back(variant);
-    }
-  }
-  plan.candidates.insert(plan.candidates.end(), variants.begin(), variants.end());
-}
-
 Result<Plan*> plan_for(const CublasLt& lt, cublasLtHandle_t handle, const PlanKey& key, size_t workspace) {
   GemmState& s = state();
   {
@@ -314,7 +242,6 @@ Result<Plan*> plan_for(const CublasLt& lt, cublasLtHandle_t handle, const PlanKe
   plan->algo = results[0].algo;
   for (int i = 0; i < found; ++i)
     if (results[i].state == CUBLAS_STATUS_SUCCESS) plan->candidates.push_back(results[i]);
-  if (key.k >= kMinSplitDepth && split_k_allowed()) add_split_k(lt, handle, *plan, workspace);
   std::lock_guard lock(s.mutex);
   auto& slot = s.plans[key];
   if (!slot) slot = std::move(plan);
@@ -362,8 +289,8 @@ void search(Plan& plan, cublasLtHandle_t handle, const Product& p, const void* a
                           stream) != CUBLAS_STATUS_SUCCESS;
     });
     if (tracing()) {
-      std::fprintf(stderr, "  gemm candidate %zu: %.4f ms%s, split %d, %zu bytes of workspace\n", i, ms,
-                   failed ? " (failed)" : "", split_of(lt, candidate.algo), candidate.workspaceSize);
+      std::fprintf(stderr, "  gemm candidate %zu: %.4f ms%s, %zu bytes of workspace\n", i, ms, failed ? " (failed)" : "",
+                   candidate.workspaceSize);
     }
     if (failed || ms < 0) continue;
     if (best < 0 || ms < best) best = ms, chosen = i;
