@@ -66,9 +66,11 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
 
 // Loads the example .npy files into part.testcase (keys documented in
 // testcase.h), checking them against target.method when it is known.
-// For an example with inputs only: `count` outputs whose values the test
-// case does not compare (dtype, shape and finiteness only), saying why.
-void mark_outputs_unchecked(PreparedPart& part, size_t count);
+// `count` outputs whose values the test case does not compare (dtype, shape
+// and finiteness only), saying why: an example with inputs only, or (with
+// `noise`, the random shims the library imports) a program that draws its
+// own noise, whose example outputs fixed only the dtypes and shapes.
+void mark_outputs_unchecked(PreparedPart& part, size_t count, const std::vector<std::string>& noise = {});
 
 Status attach_example(PreparedPart& part, const ExampleFiles& example, const ExampleTarget& target);
 

@@ -4,6 +4,7 @@
 // "<sha256>_so_blob" in the .pte and "<sha256>_weights_blob" in NAME.ptd),
 // with the method's signature taken from the example .npy files.
 #include <filesystem>
+#include <utility>
 
 #include "aoti_program.h"
 #include "prepared_part.h"
@@ -11,6 +12,8 @@
 #include "ptbundle/formats/cuda_payload.h"
 #include "ptbundle/formats/pt2.h"
 #include "ptbundle/kernels/aoti_input_bounds.h"
+#include "ptbundle/kernels/aoti_shims.h"
+#include "ptbundle/kernels/elf_imports.h"
 
 namespace ptb::detail {
 namespace {
@@ -64,7 +67,8 @@ Result<TensorSignature> signature_of(const NpyHeader& npy, const std::string& pa
 Status outputs_from_wrapper(const PartRequest& request, const Pt2Package& package, const Pt2Model& model,
                             SingleDelegateProgram& spec, PreparedPart& part) {
   const std::string give = "; give the outputs after ':' (--example " + request.name +
-                           "=IN.npy[,...]:OUT.npy[,...]) so that the example fixes them";
+                           "=IN.npy[,...]:OUT.npy[,...]) so that the example fixes them (for a program that draws its own noise, only "
+                           "their dtypes and shapes)";
   PTB_TRY(auto source, pt2_wrapper_source(package, model));
   if (!source) return invalid(request.program + ": the example gives inputs only, and the package holds no *.wrapper.cpp "
                               "that says the outputs' dtypes and shapes" + give);
@@ -101,6 +105,37 @@ Status outputs_from_wrapper(const PartRequest& request, const Pt2Package& packag
   mark_outputs_unchecked(part, spec.outputs.size());
   part.notes.push_back(request.program + ": the example gives inputs only; the test case checks each output's dtype, "
                        "shape and finiteness, not its values (outputs read from the wrapper source)");
+  return {};
+}
+
+// The random shims among the library's imports ("aoti_torch_cuda_randint_low_out"
+// seeds every Inductor randn_like): such a program never reproduces a draw.
+Result<std::vector<std::string>> noise_shims(const MappedFile& library, const std::string& context) {
+  PTB_TRY(auto symbols, read_dynamic_symbols(library.bytes(), context));
+  std::vector<std::string> noise;
+  for (const auto& name : symbols.undefined)
+    if (name.starts_with("aoti_torch_") && guess_shim_family(name) == ShimFamily::Random) noise.push_back(name);
+  return noise;
+}
+
+// A program that draws its own noise, with example outputs: their headers
+// fix the outputs' dtypes and shapes (where the wrapper source may not say:
+// an output computed in place in a buffer an ATen fallback returned), and the
+// test case checks those, not values no run reproduces.
+Status outputs_from_sample(const std::vector<std::string>& paths, const std::vector<std::string>& noise,
+                           SingleDelegateProgram& spec, PreparedPart& part) {
+  for (const auto& path : paths) {
+    PTB_TRY(auto npy, NpyFile::open(path));
+    PTB_TRY(auto signature, signature_of(npy.header(), path));
+    spec.outputs.push_back(std::move(signature));
+    part.source.files.push_back(fs::path(path).filename().string());
+  }
+  mark_outputs_unchecked(part, spec.outputs.size(), noise);
+  std::string names;
+  for (const auto& name : noise) names += (names.empty() ? "" : ", ") + name;
+  part.notes.push_back(part.name + ": the program draws its own noise (" + names +
+                       "); the example's outputs fixed the dtypes and shapes, and the test case checks those and "
+                       "finiteness, not values");
   return {};
 }
 
@@ -194,8 +229,13 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
                        request.name + "=IN.npy[,...]:OUT.npy[,...]; the example fixes the method's inputs and outputs "
                        "and becomes the part's test case");
   }
+  PTB_TRY(const MappedFile* library, extract(part, package, model.wrapper_library, scratch_dir, "library.so"));
+  PTB_TRY(const auto noise, noise_shims(*library, request.program + " " + model.wrapper_library));
+  ExampleFiles example = *request.example;
+  std::vector<std::string> sample;  // a noise-drawing program's example outputs: signatures only
+  if (!noise.empty()) sample = std::exchange(example.outputs, {});
   ExampleTarget target;  // the package defines no signature to check against
-  PTB_CHECK(attach_example(part, *request.example, target));
+  PTB_CHECK(attach_example(part, example, target));
   for (const auto& npy : part.npys) part.source.files.push_back(fs::path(npy->path()).filename().string());
 
   SingleDelegateProgram spec;
@@ -205,9 +245,11 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
     PTB_TRY(auto signature, signature_of(part.npys[i]->header(), part.npys[i]->path()));
     (i < part.testcase_inputs ? spec.inputs : spec.outputs).push_back(std::move(signature));
   }
-  if (request.example->outputs.empty()) PTB_CHECK(outputs_from_wrapper(request, package, model, spec, part));
-
-  PTB_TRY(const MappedFile* library, extract(part, package, model.wrapper_library, scratch_dir, "library.so"));
+  if (!sample.empty()) {
+    PTB_CHECK(outputs_from_sample(sample, noise, spec, part));
+  } else if (example.outputs.empty()) {
+    PTB_CHECK(outputs_from_wrapper(request, package, model, spec, part));
+  }
   PTB_TRY(auto library_hash, sha256_file_range(*library, 0, library->size()));
   PTB_CHECK(apply_dynamic_bounds(request, package, model, *library, spec, part));
   // A program without weights (check_cuda_package_model let it through only

@@ -82,13 +82,21 @@ Status add_values(PreparedPart& part, PtdContents& contents, const std::vector<s
 
 }  // namespace
 
-void mark_outputs_unchecked(PreparedPart& part, size_t count) {
+void mark_outputs_unchecked(PreparedPart& part, size_t count, const std::vector<std::string>& noise) {
+  std::string why;
+  if (noise.empty()) {
+    why = "the example gives inputs only (--example " + part.name +
+          "=IN.npy[,...]: with nothing after ':', as for a program that draws its own noise and never reproduces "
+          "its outputs)";
+  } else {
+    std::string names;
+    for (const auto& name : noise) names += (names.empty() ? "" : ", ") + name;
+    why = "the program draws its own noise (its library imports " + names +
+          "), so no run reproduces the example's outputs; they fixed only the dtypes and shapes";
+  }
   part.testcase_outputs = static_cast<uint32_t>(count);
   part.output_checks.assign(count, ManifestOutputCheck{
-      false, 0, 0,
-      "values not compared: the example gives inputs only (--example " + part.name +
-          "=IN.npy[,...]: with nothing after ':', as for a program that draws its own noise and never reproduces "
-          "its outputs); checked: dtype and shape against the signature, every value finite"});
+      false, 0, 0, "values not compared: " + why + "; checked: dtype and shape against the signature, every value finite"});
 }
 
 Status attach_example(PreparedPart& part, const ExampleFiles& example, const ExampleTarget& target) {
