@@ -119,7 +119,8 @@ Command add_export(Cli& cli) {
   command.option("--example", args->examples,
                       "PART=in0.npy[,in1.npy...]:out0.npy[,...]: example inputs and expected outputs; required for a "
                       ".pt2 part, stored as the part's test case; nothing after ':' for a sampler (outputs checked by dtype, "
-                      "shape and finiteness only)");
+                      "shape and finiteness only; a .pt2 whose library draws noise takes given outputs as dtypes and "
+                      "shapes only)");
   command.option("--atol", args->atol, "Absolute tolerance recorded for every test-case output (default: each output's own, "
                       "from its dtype and largest magnitude)")
       .non_negative();
