@@ -9,6 +9,7 @@
 #include "aoti_program.h"
 #include "prepared_part.h"
 #include "ptbundle/base/sha256.h"
+#include "ptbundle/base/text.h"
 #include "ptbundle/formats/cuda_payload.h"
 #include "ptbundle/formats/pt2.h"
 #include "ptbundle/kernels/aoti_input_bounds.h"
@@ -131,9 +132,7 @@ Status outputs_from_sample(const std::vector<std::string>& paths, const std::vec
     part.source.files.push_back(fs::path(path).filename().string());
   }
   mark_outputs_unchecked(part, spec.outputs.size(), noise);
-  std::string names;
-  for (const auto& name : noise) names += (names.empty() ? "" : ", ") + name;
-  part.notes.push_back(part.name + ": the program draws its own noise (" + names +
+  part.notes.push_back(part.name + ": the program draws its own noise (" + join(noise, ", ") +
                        "); the example's outputs fixed the dtypes and shapes, and the test case checks those and "
                        "finiteness, not values");
   return {};

@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "prepared_part.h"
-#include "ptbundle/results/tolerance.h"
 #include "ptbundle/base/text.h"
+#include "ptbundle/results/tolerance.h"
 
 namespace ptb::detail {
 namespace {
@@ -89,9 +89,7 @@ void mark_outputs_unchecked(PreparedPart& part, size_t count, const std::vector<
           "=IN.npy[,...]: with nothing after ':', as for a program that draws its own noise and never reproduces "
           "its outputs)";
   } else {
-    std::string names;
-    for (const auto& name : noise) names += (names.empty() ? "" : ", ") + name;
-    why = "the program draws its own noise (its library imports " + names +
+    why = "the program draws its own noise (its library imports " + join(noise, ", ") +
           "), so no run reproduces the example's outputs; they fixed only the dtypes and shapes";
   }
   part.testcase_outputs = static_cast<uint32_t>(count);
