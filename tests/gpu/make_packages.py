@@ -192,9 +192,14 @@ def eager_median_us(module, inputs, warmup=10, iterations=50):
     return round(times[len(times) // 2], 1)
 
 
-def already_made(job, out_dir):
+def package_label(job):
+    """A job's package name: <name> for the runtime set, <model>-<way>."""
     name, way = job
-    label = name if way is None else f"{name}-{way}"
+    return name if way is None else f"{name}-{way}"
+
+
+def already_made(job, out_dir):
+    label = package_label(job)
     try:
         with open(os.path.join(out_dir, f"{label}.json")) as f:
             made = json.load(f).get("ok") is True
@@ -207,7 +212,7 @@ def compile_one(job, out_dir):
     """One package; returns what was made or why it failed. Runs in a worker
     process of its own, with an Inductor cache of its own."""
     name, way = job
-    label = name if way is None else f"{name}-{way}"
+    label = package_label(job)
     # PTB_INDUCTOR_CACHE_ROOT keeps the caches (autotuning's timings among
     # them) where a later call on the same machine finds them.
     cache_root = os.environ.get("PTB_INDUCTOR_CACHE_ROOT") or tempfile.gettempdir()
@@ -355,7 +360,7 @@ def main():
                 result = future.result()
             except Exception as error:  # the worker died
                 job = futures[future]
-                result = {"package": "-".join(j for j in job if j), "ok": False, "seconds": 0,
+                result = {"package": package_label(job), "ok": False, "seconds": 0,
                           "error": f"worker died: {error}"}
             results.append(result)
             state = f"{result.get('bytes', 0)} bytes" if result["ok"] else "FAILED: " + result["error"].strip().splitlines()[-1][:300]
