@@ -26,13 +26,10 @@ struct View {
 // anything to bool tests for nonzero). Both on the GPU.
 cudaError_t strided_copy(const View& dst, const View& src, int64_t numel, cudaStream_t stream);
 
-// One operand of a float32 product for TF32 tensor cores (3xTF32, as
-// CUTLASS names it): each x of the logical [outer, k] matrix at x[o *
-// outer_stride + j * k_stride] is split into big (a TF32 value) and small
-// (the float32 remainder), written as y's row o (at o * y_ld, y_ld >= 3k):
-// [big, small, big], or [big, big, small] with `small_last`. One operand of each kind gives
-// a k'=3k product of big*big + small*big + big*small: float32's accuracy
-// but for the small*small term (2^-22 of each product).
+// One operand of a 3xTF32 product (tf32_split.h): each x of the logical
+// [outer, k] matrix at x[o * outer_stride + j * k_stride] is split into big
+// and small, written as y's row o (at o * y_ld, y_ld >= 3k): [big, small,
+// big], or [big, big, small] with `small_last` (B's columns).
 cudaError_t tf32_split(const float* x, int64_t outer, int64_t k, int64_t outer_stride, int64_t k_stride, float* y,
                        int64_t y_ld, bool small_last, cudaStream_t stream);
 

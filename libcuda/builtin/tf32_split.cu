@@ -1,28 +1,12 @@
 // The operands of a float32 product computed on TF32 tensor cores with
-// float32 accuracy (kernels.h, tf32_split; gemm.cc says when it serves).
+// float32 accuracy (tf32_split.h; gemm.cc says when it serves).
 #include <algorithm>
 
 #include "kernels.h"
+#include "tf32_split.h"
 
 namespace ptb::builtin::kernels {
 namespace {
-
-// x = big + small, with big exactly a TF32 value (10-bit significand,
-// rounded to nearest) and small the exact remainder. A value that rounding
-// would carry to infinity is truncated instead; infinities and NaN stay in
-// big, so that the product sees them as a float32 product would.
-__device__ inline void split(float x, float& big, float& small) {
-  const uint32_t bits = __float_as_uint(x);
-  if ((bits & 0x7f800000u) == 0x7f800000u) {
-    big = x;
-    small = 0.0f;
-    return;
-  }
-  uint32_t rounded = (bits + 0x1000u) & ~0x1fffu;
-  if ((rounded & 0x7f800000u) == 0x7f800000u) rounded = bits & ~0x1fffu;
-  big = __uint_as_float(rounded);
-  small = x - big;
-}
 
 __global__ void tf32_split_kernel(const float* x, int64_t outer, int64_t k, int64_t outer_stride, int64_t k_stride,
                                   float* y, int64_t y_ld, bool small_last) {
@@ -30,12 +14,9 @@ __global__ void tf32_split_kernel(const float* x, int64_t outer, int64_t k, int6
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t o = i / k, j = i - o * k;
-    float big, small;
-    split(x[o * outer_stride + j * k_stride], big, small);
+    const Tf32Parts parts = tf32_parts(x[o * outer_stride + j * k_stride]);
     float* row = y + o * y_ld;
-    row[j] = big;
-    row[k + j] = small_last ? big : small;
-    row[2 * k + j] = small_last ? small : big;
+    for (int part = 0; part < 3; ++part) row[part * k + j] = tf32_part(parts, part, small_last);
   }
 }
 

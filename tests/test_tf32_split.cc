@@ -1,0 +1,106 @@
+// The 3xTF32 split of a float32 product (tf32_split.h), checked on the host
+// with the tensor cores' TF32 inputs simulated (each operand's low 13
+// significand bits dropped): the k' = 3k product of the split rows must
+// reach float32's accuracy, where one TF32 product misses it by far. On the
+// GPU, gemm.cc also compares each shape's split product with cuBLAS's
+// float32 kernels before it is ever taken.
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "support.h"
+
+#if defined(PTB_TEST_SHIM_CORE)
+#include "tf32_split.h"
+
+using ptb::builtin::bits_float;
+using ptb::builtin::float_bits;
+using ptb::builtin::tf32_part;
+using ptb::builtin::tf32_parts;
+using ptb::builtin::Tf32Parts;
+
+namespace {
+
+// What a TF32 tensor core reads of a float32 operand.
+double as_tf32(float x) { return bits_float(float_bits(x) & ~0x1fffu); }
+
+struct Errors {
+  double split = 0, tf32 = 0;  // largest error over the largest |exact| value
+};
+
+Errors product_errors(int64_t m, int64_t n, int64_t k, float scale) {
+  std::mt19937 random(11);
+  std::normal_distribution<float> normal(0, scale);
+  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+  for (float& v : a) v = normal(random);
+  for (float& v : b) v = normal(random);
+  // Split rows as the kernel writes them: A's row i, B's column j, 3k each.
+  std::vector<float> a3(static_cast<size_t>(m * 3 * k)), b3(static_cast<size_t>(n * 3 * k));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < k; ++j)
+      for (int part = 0; part < 3; ++part) a3[i * 3 * k + part * k + j] = tf32_part(tf32_parts(a[i * k + j]), part, false);
+  for (int64_t c = 0; c < n; ++c)
+    for (int64_t j = 0; j < k; ++j)
+      for (int part = 0; part < 3; ++part) b3[c * 3 * k + part * k + j] = tf32_part(tf32_parts(b[j * n + c]), part, true);
+  double split_worst = 0, tf32_worst = 0, largest = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t c = 0; c < n; ++c) {
+      double exact = 0, tf32 = 0, split = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        exact += static_cast<double>(a[i * k + j]) * b[j * n + c];
+        tf32 += as_tf32(a[i * k + j]) * as_tf32(b[j * n + c]);
+      }
+      for (int64_t j = 0; j < 3 * k; ++j) split += as_tf32(a3[i * 3 * k + j]) * as_tf32(b3[c * 3 * k + j]);
+      largest = std::max(largest, std::abs(exact));
+      split_worst = std::max(split_worst, std::abs(split - exact));
+      tf32_worst = std::max(tf32_worst, std::abs(tf32 - exact));
+    }
+  }
+  return {split_worst / largest, tf32_worst / largest};
+}
+
+}  // namespace
+
+TEST_CASE("tf32 split: big is a TF32 value and big + small is x exactly") {
+  std::mt19937 random(5);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  for (int i = 0; i < 10000; ++i) {
+    const float x = std::ldexp(uniform(random), static_cast<int>(random() % 200) - 100);
+    const Tf32Parts parts = tf32_parts(x);
+    CHECK((float_bits(parts.big) & 0x1fffu) == 0);
+    CHECK(parts.big + parts.small == x);
+    // Rounded to nearest: the remainder is at most half a TF32 step.
+    CHECK(std::abs(parts.small) <= std::ldexp(std::abs(parts.big), -11));
+  }
+  const float largest = std::numeric_limits<float>::max();
+  const Tf32Parts top = tf32_parts(largest);  // rounding would carry it to infinity
+  CHECK(std::isfinite(top.big));
+  CHECK(top.big + top.small == largest);
+  const float infinity = std::numeric_limits<float>::infinity();
+  CHECK(tf32_parts(infinity).big == infinity);
+  CHECK(tf32_parts(infinity).small == 0.0f);
+  CHECK(std::isnan(tf32_parts(std::nanf("")).big));
+  CHECK(tf32_parts(std::nanf("")).small == 0.0f);
+}
+
+TEST_CASE("tf32 split: the k' = 3k product of split rows has float32's accuracy") {
+  for (float scale : {1.0f, 1e-3f, 300.0f}) {
+    CAPTURE(scale);
+    const Errors errors = product_errors(24, 20, 256, scale);
+    CAPTURE(errors.split);
+    CAPTURE(errors.tf32);
+    // float32 itself: k * 2^-24 at worst over the largest value; TF32 alone
+    // is near 2^-11.
+    CHECK(errors.split < 256 * std::ldexp(1.0, -24));
+    CHECK(errors.tf32 > 64 * errors.split);
+  }
+}
+
+#else
+
+TEST_CASE("tf32 split: the 3xTF32 operands") {
+  ptb::test::skip("this build has no built-in runtime core (the CUDA toolkit was not found)");
+}
+
+#endif
