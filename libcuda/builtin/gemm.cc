@@ -16,7 +16,7 @@
 //
 // A large float32 product may instead run on TF32 tensor cores with
 // float32's accuracy (3xTF32: each operand split into a TF32 value and its
-// remainder, kernels.h tf32_split, and one product over k' = 3k). Full
+// remainder, tf32_split.h, and one product over k' = 3k). Full
 // float32 GEMMs run on the SIMT units at about a fifteenth of the tensor
 // cores' rate: every cuBLASLt candidate took 33 us for 512x1024x1024 on the
 // H200, the kernel eager PyTorch runs. The first call times both ways and
@@ -133,7 +133,7 @@ struct Plan {
   Plan* split = nullptr;
   // On a split plan: each stream's split operands, made at its first call
   // outside a capture and kept, since a captured graph keeps their address.
-  std::map<cudaStream_t, void*> split_operands;
+  std::map<cudaStream_t, void*> operands_by_stream;
   std::mutex use;  // the bias pointer is an attribute of desc; the search sets algo
   ~Plan() {
     if (!lt) return;
@@ -413,17 +413,18 @@ void give_split_memory(void* memory, uint64_t bytes) {
   s.split_bytes -= bytes;
 }
 
-// D (m x n, leading dimension ldd) read back as float32, which waits for
-// the stream.
-std::optional<std::vector<float>> read_product(const void* d, int64_t m, int64_t n, int64_t ldd, cudaStream_t stream) {
-  std::vector<float> values(static_cast<size_t>(m * n));
-  if (cudaMemcpy2DAsync(values.data(), m * sizeof(float), d, ldd * sizeof(float), m * sizeof(float), n,
-                        cudaMemcpyDeviceToHost, stream) != cudaSuccess ||
-      cudaStreamSynchronize(stream) != cudaSuccess) {
-    cudaGetLastError();
-    return std::nullopt;
-  }
-  return values;
+// A float32 D of p's shape and leading dimension at `d` on GPU `device`,
+// as the tensor route_check.h's compare reads: [n, m] with row stride ldd.
+Tensor product_view(void* d, const Product& p, int device) {
+  Tensor view;
+  view.storage = std::make_shared<Storage>();
+  view.storage->data = d;
+  view.storage->nbytes = static_cast<uint64_t>((p.n - 1) * p.ldd + p.m) * sizeof(float);
+  view.storage->device_type = kDeviceCuda;
+  view.storage->device_index = device;
+  view.sizes = {p.n, p.m};
+  view.strides = {p.ldd, 1};
+  return view;
 }
 
 // Whether p's split way beats its float32 plan by a clear margin and gives
@@ -464,35 +465,27 @@ Plan* choose_split(const CublasLt& lt, Plan& plan, cublasLtHandle_t handle, cons
   if (ok) float32_ms = mean_ms(stream, Timing::gpu, [&] { ok = run_float32() && ok; });
   if (ok) split_ms = mean_ms(stream, Timing::gpu, [&] { ok = run_split() && ok; });
   const bool faster = ok && float32_ms > 0 && split_ms > 0 && split_ms < 0.9f * float32_ms;
-  std::optional<std::vector<float>> want, got;
-  if (faster) want = read_product(reference, p.m, p.n, p.ldd, stream), got = read_product(candidate, p.m, p.n, p.ldd, stream);
-  double difference = faster && want && got ? 0 : INFINITY, largest = 0;
-  if (faster && want && got) {
-    for (size_t i = 0; i < want->size(); ++i) {
-      const double d = std::abs(static_cast<double>((*got)[i]) - (*want)[i]);
-      difference = d == d ? std::max(difference, d) : INFINITY;  // NaN on one side: disagreement
-      largest = std::max(largest, std::abs(static_cast<double>((*want)[i])));
-    }
-  }
-  const bool agrees = faster && difference <= 1e-5 * std::max(largest, 1e-30);
+  std::optional<Agreement> agreement;
+  if (faster) agreement = compare(product_view(candidate, p, key.device), product_view(reference, p, key.device));
+  const bool agrees = agreement && agreement->within(1e-5);
   if (reference) cudaFreeAsync(reference, stream);
   if (candidate) cudaFreeAsync(candidate, stream);
   cudaGetLastError();
   if (tracing() || (faster && !agrees)) {
     char verdict[160] = "not faster";
     if (faster) {
-      std::snprintf(verdict, sizeof verdict, "max difference %g of %g: %s", difference, largest,
-                    agrees ? "taken" : "disagrees, the float32 kernels serve it");
+      std::snprintf(verdict, sizeof verdict, "max difference %g of %g: %s", agreement ? agreement->difference : -1.0,
+                    agreement ? agreement->largest : -1.0, agrees ? "taken" : "disagrees, the float32 kernels serve it");
     }
     std::fprintf(stderr, "ptbundle aoti runtime: float32 gemm %lldx%lldx%lld: 3xTF32 %.4f ms against %.4f ms, %s\n",
                  static_cast<long long>(p.m), static_cast<long long>(p.n), static_cast<long long>(p.k), split_ms,
                  float32_ms, verdict);
   }
-  if (!agrees || split.split_operands.count(stream)) {
+  if (!agrees || split.operands_by_stream.count(stream)) {
     give_split_memory(operands, bytes);
     return agrees ? &split : nullptr;
   }
-  split.split_operands[stream] = operands;
+  split.operands_by_stream[stream] = operands;
   return &split;
 }
 
@@ -503,13 +496,13 @@ std::optional<Status> run_split(const CublasLt& lt, Plan& split, cublasLtHandle_
                                 const void* alpha, const void* beta, const Workspace& work, cudaStream_t stream) {
   std::lock_guard lock(split.use);
   void* operands = nullptr;
-  if (auto found = split.split_operands.find(stream); found != split.split_operands.end()) {
+  if (auto found = split.operands_by_stream.find(stream); found != split.operands_by_stream.end()) {
     operands = found->second;
   } else {
     if (capturing(stream)) return std::nullopt;
     operands = take_split_memory(split_bytes(p));
     if (!operands) return std::nullopt;
-    split.split_operands[stream] = operands;
+    split.operands_by_stream[stream] = operands;
   }
   const Product q = split_product(p, operands);
   if (cudaError_t code = split_operands(p, q, stream); code != cudaSuccess) return invalid(cudaGetErrorString(code));
