@@ -117,6 +117,22 @@ Error call_addmm_expanded_bias(Module& m, std::vector<Handle>& in, std::vector<H
   return error;
 }
 
+// addmm as every Linear layer's wrapper calls it: mat2 is the [out, in]
+// weight reinterpreted as its transpose, so that k is its contiguous
+// dimension (the plain cases above pass mat2 with n contiguous).
+Error call_linear(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
+  static auto reinterpret = m.get<Fn<Handle, int64_t, const int64_t*, const int64_t*, int64_t, Handle*>>(
+      "aoti_torch__reinterpret_tensor");
+  static auto remove = m.get<Fn<Handle>>("aoti_torch_delete_tensor_object");
+  static auto f = m.get<Fn<Handle, Handle, Handle, Handle, double, double>>("aoti_torch_cuda_addmm_out");
+  const int64_t sizes[2] = {1024, 1024}, strides[2] = {1, 1024};
+  Handle weight_t = nullptr;
+  if (Error error = reinterpret(in[2], 2, sizes, strides, 0, &weight_t)) return error;
+  Error error = f(in[3], in[0], in[1], weight_t, 1.0, 1.0);
+  remove(weight_t);
+  return error;
+}
+
 Error call_bmm(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
   static auto f = m.get<Fn<Handle, Handle, Handle>>("aoti_torch_cuda_bmm_out");
   return f(in[2], in[0], in[1]);
@@ -327,6 +343,9 @@ std::vector<Case> cases() {
   add("addmm_expanded_bias_f32", "addmm_out",
       {normal(kF32, {1024}), normal(kF32, {512, 1024}), normal(kF32, {1024, 1024}), normal(kF32, {512, 1024})}, "{}",
       call_addmm_expanded_bias);
+  add("linear_f32", "addmm_out",
+      {normal(kF32, {1024}), normal(kF32, {512, 1024}), normal(kF32, {1024, 1024}), normal(kF32, {512, 1024})},
+      R"({"mat2": "transposed"})", call_linear);
   add("bmm_f32", "bmm_out", {normal(kF32, {8, 128, 64}), normal(kF32, {8, 64, 128}), normal(kF32, {8, 128, 128})},
       "{}", call_bmm);
   add("addmm_gelu_f32", "_addmm_activation",

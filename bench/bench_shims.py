@@ -85,7 +85,7 @@ def plain_mm(t, p):
 # lists them (an input it lists last for an `_out` shim is the output).
 EAGER = {
     "mm_out": lambda t, p: torch.mm(t[0], t[1], out=t[2]),
-    "addmm_out": lambda t, p: torch.addmm(t[0], t[1], t[2], out=t[3]),
+    "addmm_out": lambda t, p: torch.addmm(t[0], t[1], t[2].t() if p.get("mat2") == "transposed" else t[2], out=t[3]),
     "bmm_out": lambda t, p: torch.bmm(t[0], t[1], out=t[2]),
     "_addmm_activation": lambda t, p: aten._addmm_activation(t[0], t[1], t[2], use_gelu=True),
     "convolution": conv,
