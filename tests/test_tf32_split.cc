@@ -16,6 +16,10 @@
 
 using ptb::builtin::bits_float;
 using ptb::builtin::float_bits;
+using ptb::builtin::split_layout;
+using ptb::builtin::SplitLayout;
+using ptb::builtin::SplitOperand;
+using ptb::builtin::tf32_split_element;
 using ptb::builtin::tf32_part;
 using ptb::builtin::tf32_parts;
 using ptb::builtin::Tf32Parts;
@@ -60,7 +64,82 @@ Errors product_errors(int64_t m, int64_t n, int64_t k, float scale) {
   return {split_worst / largest, tf32_worst / largest};
 }
 
+// A column-major operand as gemm.cc holds it: element (r, c) of the logical
+// matrix op(X), stored transposed or not with leading dimension ld.
+struct Source {
+  std::vector<float> data;
+  int64_t ld = 0;
+  bool transposed = false;
+  float at(int64_t r, int64_t c) const { return data[static_cast<size_t>(transposed ? r * ld + c : c * ld + r)]; }
+};
+
+// A logical rows x cols matrix of normal values, stored transposed or not
+// with one column (or row) of padding, as an ATen view with strides can be.
+Source make_source(int64_t rows, int64_t cols, bool transposed, std::mt19937& random) {
+  std::normal_distribution<float> normal(0, 1);
+  Source s;
+  s.transposed = transposed;
+  s.ld = (transposed ? cols : rows) + 1;
+  s.data.resize(static_cast<size_t>(s.ld * (transposed ? rows : cols)));
+  for (float& v : s.data) v = normal(random);
+  return s;
+}
+
+// op(X')'s element (r, c) as cuBLASLt reads a split operand.
+float read_split(const SplitOperand& s, const float* base, int64_t r, int64_t c) {
+  return base[s.transpose ? r * s.ld + c : c * s.ld + r];
+}
+
 }  // namespace
+
+TEST_CASE("tf32 split: each operand keeps its source's orientation, and the k' product is A times B") {
+  const int64_t m = 5, n = 7, k = 9;
+  std::mt19937 random(3);
+  for (bool a_t : {false, true}) {
+    for (bool b_t : {false, true}) {
+      CAPTURE(a_t);
+      CAPTURE(b_t);
+      const Source a = make_source(m, k, a_t, random), b = make_source(k, n, b_t, random);
+      const SplitLayout layout = split_layout(m, n, k, a_t, b_t);
+      CHECK(layout.b_offset % 4 == 0);
+      CHECK(layout.bytes == (layout.a.floats() + layout.b.floats()) * sizeof(float));
+      // The split pass reads along the source's contiguous dimension and
+      // writes along the same one: A read transposed has k contiguous, B
+      // read as is has k contiguous.
+      CHECK((layout.a.k_stride == 1) == a_t);
+      CHECK((layout.b.k_stride == 1) == !b_t);
+      std::vector<float> split(layout.bytes / sizeof(float), std::nanf(""));
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < k; ++j)
+          tf32_split_element(a.data.data(), i, j, k, a_t ? a.ld : 1, a_t ? 1 : a.ld, split.data(),
+                             layout.a.outer_stride, layout.a.k_stride, false);
+      float* b_split = split.data() + layout.b_offset;
+      for (int64_t c = 0; c < n; ++c)
+        for (int64_t j = 0; j < k; ++j)
+          tf32_split_element(b.data.data(), c, j, k, b_t ? 1 : b.ld, b_t ? b.ld : 1, b_split, layout.b.outer_stride,
+                             layout.b.k_stride, true);
+      // What cuBLASLt computes from the layout: op(A') m x 3k times op(B')
+      // 3k x n, against the float64 product of the sources. An element the
+      // pass left unwritten reads NaN; a wrong orientation pairs the wrong
+      // parts.
+      CHECK(layout.a.rows * layout.a.cols == m * 3 * k);
+      CHECK(layout.b.rows * layout.b.cols == n * 3 * k);
+      double worst = 0, largest = 0;
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t c = 0; c < n; ++c) {
+          double exact = 0, product = 0;
+          for (int64_t j = 0; j < k; ++j) exact += static_cast<double>(a.at(i, j)) * b.at(j, c);
+          for (int64_t j = 0; j < 3 * k; ++j)
+            product += static_cast<double>(read_split(layout.a, split.data(), i, j)) * read_split(layout.b, b_split, j, c);
+          largest = std::max(largest, std::abs(exact));
+          const double error = std::abs(product - exact);
+          worst = std::isnan(error) ? std::numeric_limits<double>::infinity() : std::max(worst, error);
+        }
+      }
+      CHECK(worst <= 1e-6 * largest);
+    }
+  }
+}
 
 TEST_CASE("tf32 split: big is a TF32 value and big + small is x exactly") {
   std::mt19937 random(5);

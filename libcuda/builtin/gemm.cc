@@ -45,6 +45,7 @@
 #include "kernels.h"
 #include "route_check.h"
 #include "shim_support.h"
+#include "tf32_split.h"
 #include "ptbundle/base/text.h"
 
 namespace ptb::builtin {
@@ -349,31 +350,33 @@ bool split_candidate(const Product& p) {
   return p.m >= 64 && p.n >= 64 && p.k >= 128 && static_cast<double>(p.m) * p.n * p.k >= static_cast<double>(1 << 26);
 }
 
-// Split operands: A' (m rows of 3k) then B' (n columns of 3k), each row
-// padded to 4 floats so that both stay 16-byte aligned.
-int64_t split_ld(const Product& p) { return (3 * p.k + 3) / 4 * 4; }
-uint64_t split_bytes(const Product& p) {
-  return static_cast<uint64_t>(p.m + p.n) * static_cast<uint64_t>(split_ld(p)) * sizeof(float);
-}
+// Where p's split operands lie (tf32_split.h).
+SplitLayout layout_of(const Product& p) { return split_layout(p.m, p.n, p.k, p.a.transpose, p.b.transpose); }
+
+Stored stored(const SplitOperand& s, const void* data) { return Stored{data, s.rows, s.cols, s.ld, s.transpose, 0}; }
+
+uint64_t split_bytes(const Product& p) { return layout_of(p).bytes; }
 
 // The k' = 3k product over split operands at `operands`: op(A') = [big,
 // small, big] by rows, op(B') = [big; big; small] by columns.
 Product split_product(const Product& p, void* operands) {
+  const SplitLayout layout = layout_of(p);
   Product q = p;
-  const int64_t ld = split_ld(p);
   q.k = 3 * p.k;
-  q.a = Stored{operands, q.k, p.m, ld, true, 0};
-  q.b = Stored{static_cast<float*>(operands) + p.m * ld, q.k, p.n, ld, false, 0};
+  q.a = stored(layout.a, operands);
+  q.b = stored(layout.b, static_cast<float*>(operands) + layout.b_offset);
   return q;
 }
 
 PlanKey split_key(const PlanKey& key, const Product& p) {
+  const SplitLayout layout = layout_of(p);
   PlanKey q = key;
   q.k = 3 * p.k;
-  q.lda = q.ldb = split_ld(p);
+  q.lda = layout.a.ld;
+  q.ldb = layout.b.ld;
   q.stride_a = q.stride_b = 0;
-  q.transa = true;
-  q.transb = false;
+  q.transa = layout.a.transpose;
+  q.transb = layout.b.transpose;
   q.align_a = q.align_b = 16;
   q.tf32 = true;
   return q;
@@ -382,13 +385,15 @@ PlanKey split_key(const PlanKey& key, const Product& p) {
 // Writes q's operands from p's: op(a)'s element (i, j) and op(b)'s (j, c)
 // read through their column-major storage.
 cudaError_t split_operands(const Product& p, const Product& q, cudaStream_t stream) {
+  const SplitLayout layout = layout_of(p);
   const bool a_t = p.a.transpose, b_t = p.b.transpose;
   cudaError_t code = kernels::tf32_split(static_cast<const float*>(p.a.data), p.m, p.k, a_t ? p.a.ld : 1,
-                                         a_t ? 1 : p.a.ld, static_cast<float*>(const_cast<void*>(q.a.data)), q.a.ld,
-                                         false, stream);
+                                         a_t ? 1 : p.a.ld, static_cast<float*>(const_cast<void*>(q.a.data)),
+                                         layout.a.outer_stride, layout.a.k_stride, false, stream);
   if (code != cudaSuccess) return code;
   return kernels::tf32_split(static_cast<const float*>(p.b.data), p.n, p.k, b_t ? 1 : p.b.ld, b_t ? p.b.ld : 1,
-                             static_cast<float*>(const_cast<void*>(q.b.data)), q.b.ld, true, stream);
+                             static_cast<float*>(const_cast<void*>(q.b.data)), layout.b.outer_stride,
+                             layout.b.k_stride, true, stream);
 }
 
 // Device memory for split operands within kSplitBytesLimit; nullptr when

@@ -8,16 +8,20 @@
 namespace ptb::builtin::kernels {
 namespace {
 
-// Rows over blockIdx.y, elements of a row over x: no division per element.
+// With kFast true the threads of a block run along k (the source's
+// contiguous dimension) and blocks over the rows; otherwise along the rows
+// and blocks over k. Either way reads and writes are coalesced, since
+// split_layout gives y the source's orientation; the slow
+// dimension over blockIdx.y spares a 64-bit division per element.
+template <bool kFast>
 __global__ void tf32_split_kernel(const float* x, int64_t outer, int64_t k, int64_t outer_stride, int64_t k_stride,
-                                  float* y, int64_t y_ld, bool small_last) {
-  for (int64_t o = blockIdx.y; o < outer; o += gridDim.y) {
-    const float* in = x + o * outer_stride;
-    float* row = y + o * y_ld;
-    for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < k;
-         j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-      const Tf32Parts parts = tf32_parts(in[j * k_stride]);
-      for (int part = 0; part < 3; ++part) row[part * k + j] = tf32_part(parts, part, small_last);
+                                  float* y, int64_t y_outer_stride, int64_t y_k_stride, bool small_last) {
+  const int64_t slow = kFast ? outer : k, fast = kFast ? k : outer;
+  for (int64_t s = blockIdx.y; s < slow; s += gridDim.y) {
+    for (int64_t f = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; f < fast;
+         f += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+      tf32_split_element(x, kFast ? s : f, kFast ? f : s, k, outer_stride, k_stride, y, y_outer_stride, y_k_stride,
+                         small_last);
     }
   }
 }
@@ -25,12 +29,20 @@ __global__ void tf32_split_kernel(const float* x, int64_t outer, int64_t k, int6
 }  // namespace
 
 cudaError_t tf32_split(const float* x, int64_t outer, int64_t k, int64_t outer_stride, int64_t k_stride, float* y,
-                       int64_t y_ld, bool small_last, cudaStream_t stream) {
+                       int64_t y_outer_stride, int64_t y_k_stride, bool small_last, cudaStream_t stream) {
   if (outer == 0 || k == 0) return cudaSuccess;
   constexpr int kThreads = 256;
-  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((k + kThreads - 1) / kThreads, 1024)),
-                  static_cast<unsigned>(std::min<int64_t>(outer, 65535)));
-  tf32_split_kernel<<<grid, kThreads, 0, stream>>>(x, outer, k, outer_stride, k_stride, y, y_ld, small_last);
+  const bool k_fast = k_stride == 1;
+  const int64_t slow = k_fast ? outer : k, fast = k_fast ? k : outer;
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((fast + kThreads - 1) / kThreads, 1024)),
+                  static_cast<unsigned>(std::min<int64_t>(slow, 65535)));
+  if (k_fast) {
+    tf32_split_kernel<true><<<grid, kThreads, 0, stream>>>(x, outer, k, outer_stride, k_stride, y, y_outer_stride,
+                                                           y_k_stride, small_last);
+  } else {
+    tf32_split_kernel<false><<<grid, kThreads, 0, stream>>>(x, outer, k, outer_stride, k_stride, y, y_outer_stride,
+                                                            y_k_stride, small_last);
+  }
   return cudaGetLastError();
 }
 

@@ -49,4 +49,67 @@ PTB_HOST_DEVICE inline float tf32_part(const Tf32Parts& parts, int part, bool sm
   return part == (small_last ? 2 : 1) ? parts.small : parts.big;
 }
 
+// Writes x's element (o, j) of a logical [outer, k] operand, read at
+// x[o * outer_stride + j * k_stride], as its three parts: part p at
+// y[o * y_outer_stride + (p * k + j) * y_k_stride].
+PTB_HOST_DEVICE inline void tf32_split_element(const float* x, int64_t o, int64_t j, int64_t k, int64_t outer_stride,
+                                               int64_t k_stride, float* y, int64_t y_outer_stride, int64_t y_k_stride,
+                                               bool small_last) {
+  const Tf32Parts parts = tf32_parts(x[o * outer_stride + j * k_stride]);
+  float* out = y + o * y_outer_stride + j * y_k_stride;
+  for (int part = 0; part < 3; ++part) out[part * k * y_k_stride] = tf32_part(parts, part, small_last);
+}
+
+// One split operand as cuBLASLt reads it: column-major rows x cols with
+// leading dimension ld, transposed or not; and the strides to write it at.
+struct SplitOperand {
+  int64_t rows = 0, cols = 0, ld = 0;
+  bool transpose = false;
+  int64_t outer_stride = 0, k_stride = 0;  // tf32_split_element's y strides
+  uint64_t floats() const { return static_cast<uint64_t>(cols) * static_cast<uint64_t>(ld); }
+};
+
+// Where the split operands of a column-major m x n = op(A) m x k * op(B)
+// k x n product lie in one allocation: A' then B' (at b_offset floats),
+// each in its source's orientation, so that the split pass reads and
+// writes along the same contiguous dimension (a Linear's weight transpose
+// has k contiguous, a plain [k, n] mat2 has n). A k-contiguous operand
+// becomes rows of 3k, the other one column of its rows per k' index;
+// leading dimensions are padded to 4 floats so that B' stays 16-byte
+// aligned. a_transposed / b_transposed: how the source operands are read.
+struct SplitLayout {
+  SplitOperand a, b;
+  uint64_t b_offset = 0, bytes = 0;
+};
+
+inline int64_t split_padded(int64_t floats) { return (floats + 3) / 4 * 4; }
+
+inline SplitOperand split_operand(int64_t outer, int64_t k3, bool k_contiguous, bool is_a) {
+  SplitOperand s;
+  if (k_contiguous) {
+    s.ld = split_padded(k3);
+    s.outer_stride = s.ld, s.k_stride = 1;
+    s.rows = k3, s.cols = outer;
+  } else {
+    s.ld = split_padded(outer);
+    s.outer_stride = 1, s.k_stride = s.ld;
+    s.rows = outer, s.cols = k3;
+  }
+  // Stored k' x outer, A's op must transpose it to m x k'; stored outer x
+  // k', B's op must transpose it to k' x n.
+  s.transpose = is_a == k_contiguous;
+  return s;
+}
+
+inline SplitLayout split_layout(int64_t m, int64_t n, int64_t k, bool a_transposed, bool b_transposed) {
+  SplitLayout layout;
+  // A source read transposed is stored k x m: k contiguous; a B source read
+  // as is is stored k x n: k contiguous too.
+  layout.a = split_operand(m, 3 * k, a_transposed, true);
+  layout.b = split_operand(n, 3 * k, !b_transposed, false);
+  layout.b_offset = layout.a.floats();
+  layout.bytes = (layout.a.floats() + layout.b.floats()) * sizeof(float);
+  return layout;
+}
+
 }  // namespace ptb::builtin
