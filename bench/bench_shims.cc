@@ -102,35 +102,33 @@ Error call_addmm(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
   return f(in[3], in[0], in[1], in[2], 1.0, 1.0);
 }
 
-// addmm as max-autotune's wrappers call it: the bias reinterpreted as
-// [rows, columns] with a row stride of 0, deleted after the call.
-Error call_addmm_expanded_bias(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
+// addmm_out with input `which` (0 bias, 1 mat1, 2 mat2) replaced by a view
+// of it, reinterpreted as [2-d sizes, strides] and deleted after the call,
+// as Inductor's wrappers pass views.
+Error call_addmm_with_view(Module& m, std::vector<Handle>& in, size_t which, const int64_t (&sizes)[2],
+                           const int64_t (&strides)[2]) {
   static auto reinterpret = m.get<Fn<Handle, int64_t, const int64_t*, const int64_t*, int64_t, Handle*>>(
       "aoti_torch__reinterpret_tensor");
   static auto remove = m.get<Fn<Handle>>("aoti_torch_delete_tensor_object");
   static auto f = m.get<Fn<Handle, Handle, Handle, Handle, double, double>>("aoti_torch_cuda_addmm_out");
-  const int64_t sizes[2] = {512, 1024}, strides[2] = {0, 1};
-  Handle bias = nullptr;
-  if (Error error = reinterpret(in[0], 2, sizes, strides, 0, &bias)) return error;
-  Error error = f(in[3], bias, in[1], in[2], 1.0, 1.0);
-  remove(bias);
+  Handle args[3] = {in[0], in[1], in[2]};
+  if (Error error = reinterpret(in[which], 2, sizes, strides, 0, &args[which])) return error;
+  Error error = f(in[3], args[0], args[1], args[2], 1.0, 1.0);
+  remove(args[which]);
   return error;
+}
+
+// addmm as max-autotune's wrappers call it: the bias reinterpreted as
+// [rows, columns] with a row stride of 0.
+Error call_addmm_expanded_bias(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
+  return call_addmm_with_view(m, in, 0, {512, 1024}, {0, 1});
 }
 
 // addmm as every Linear layer's wrapper calls it: mat2 is the [out, in]
 // weight reinterpreted as its transpose, so that k is its contiguous
 // dimension (the plain cases above pass mat2 with n contiguous).
 Error call_linear(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
-  static auto reinterpret = m.get<Fn<Handle, int64_t, const int64_t*, const int64_t*, int64_t, Handle*>>(
-      "aoti_torch__reinterpret_tensor");
-  static auto remove = m.get<Fn<Handle>>("aoti_torch_delete_tensor_object");
-  static auto f = m.get<Fn<Handle, Handle, Handle, Handle, double, double>>("aoti_torch_cuda_addmm_out");
-  const int64_t sizes[2] = {1024, 1024}, strides[2] = {1, 1024};
-  Handle weight_t = nullptr;
-  if (Error error = reinterpret(in[2], 2, sizes, strides, 0, &weight_t)) return error;
-  Error error = f(in[3], in[0], in[1], weight_t, 1.0, 1.0);
-  remove(weight_t);
-  return error;
+  return call_addmm_with_view(m, in, 2, {1024, 1024}, {1, 1024});
 }
 
 Error call_bmm(Module& m, std::vector<Handle>& in, std::vector<Handle>&) {
