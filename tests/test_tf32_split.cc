@@ -20,7 +20,6 @@ using ptb::builtin::split_layout;
 using ptb::builtin::SplitLayout;
 using ptb::builtin::SplitOperand;
 using ptb::builtin::tf32_split_element;
-using ptb::builtin::tf32_part;
 using ptb::builtin::tf32_parts;
 using ptb::builtin::Tf32Parts;
 
@@ -29,54 +28,22 @@ namespace {
 // What a TF32 tensor core reads of a float32 operand.
 double as_tf32(float x) { return bits_float(float_bits(x) & ~0x1fffu); }
 
-struct Errors {
-  double split = 0, tf32 = 0;  // largest error over the largest |exact| value
-};
+// Index of element (r, c) in a column-major matrix with leading dimension
+// ld, stored transposed or not: how cuBLASLt and gemm.cc read operands.
+int64_t column_major(bool transposed, int64_t ld, int64_t r, int64_t c) { return transposed ? r * ld + c : c * ld + r; }
 
-Errors product_errors(int64_t m, int64_t n, int64_t k, float scale) {
-  std::mt19937 random(11);
-  std::normal_distribution<float> normal(0, scale);
-  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
-  for (float& v : a) v = normal(random);
-  for (float& v : b) v = normal(random);
-  // Split rows as the kernel writes them: A's row i, B's column j, 3k each.
-  std::vector<float> a3(static_cast<size_t>(m * 3 * k)), b3(static_cast<size_t>(n * 3 * k));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < k; ++j)
-      for (int part = 0; part < 3; ++part) a3[i * 3 * k + part * k + j] = tf32_part(tf32_parts(a[i * k + j]), part, false);
-  for (int64_t c = 0; c < n; ++c)
-    for (int64_t j = 0; j < k; ++j)
-      for (int part = 0; part < 3; ++part) b3[c * 3 * k + part * k + j] = tf32_part(tf32_parts(b[j * n + c]), part, true);
-  double split_worst = 0, tf32_worst = 0, largest = 0;
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t c = 0; c < n; ++c) {
-      double exact = 0, tf32 = 0, split = 0;
-      for (int64_t j = 0; j < k; ++j) {
-        exact += static_cast<double>(a[i * k + j]) * b[j * n + c];
-        tf32 += as_tf32(a[i * k + j]) * as_tf32(b[j * n + c]);
-      }
-      for (int64_t j = 0; j < 3 * k; ++j) split += as_tf32(a3[i * 3 * k + j]) * as_tf32(b3[c * 3 * k + j]);
-      largest = std::max(largest, std::abs(exact));
-      split_worst = std::max(split_worst, std::abs(split - exact));
-      tf32_worst = std::max(tf32_worst, std::abs(tf32 - exact));
-    }
-  }
-  return {split_worst / largest, tf32_worst / largest};
-}
-
-// A column-major operand as gemm.cc holds it: element (r, c) of the logical
-// matrix op(X), stored transposed or not with leading dimension ld.
+// A source operand as gemm.cc holds it: the logical matrix op(X).
 struct Source {
   std::vector<float> data;
   int64_t ld = 0;
   bool transposed = false;
-  float at(int64_t r, int64_t c) const { return data[static_cast<size_t>(transposed ? r * ld + c : c * ld + r)]; }
+  float at(int64_t r, int64_t c) const { return data[static_cast<size_t>(column_major(transposed, ld, r, c))]; }
 };
 
 // A logical rows x cols matrix of normal values, stored transposed or not
 // with one column (or row) of padding, as an ATen view with strides can be.
-Source make_source(int64_t rows, int64_t cols, bool transposed, std::mt19937& random) {
-  std::normal_distribution<float> normal(0, 1);
+Source make_source(int64_t rows, int64_t cols, bool transposed, float scale, std::mt19937& random) {
+  std::normal_distribution<float> normal(0, scale);
   Source s;
   s.transposed = transposed;
   s.ld = (transposed ? cols : rows) + 1;
@@ -85,9 +52,56 @@ Source make_source(int64_t rows, int64_t cols, bool transposed, std::mt19937& ra
   return s;
 }
 
+// The split operands of op(A) m x k times op(B) k x n, written element by
+// element as the kernel writes them, into memory laid out by split_layout;
+// NaN where nothing was written.
+std::vector<float> split_operands(const Source& a, const Source& b, int64_t m, int64_t n, int64_t k,
+                                  const SplitLayout& layout) {
+  std::vector<float> split(layout.bytes / sizeof(float), std::nanf(""));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < k; ++j)
+      tf32_split_element(a.data.data(), i, j, k, a.transposed ? a.ld : 1, a.transposed ? 1 : a.ld, split.data(),
+                         layout.a.outer_stride, layout.a.k_stride, false);
+  for (int64_t c = 0; c < n; ++c)
+    for (int64_t j = 0; j < k; ++j)
+      tf32_split_element(b.data.data(), c, j, k, b.transposed ? 1 : b.ld, b.transposed ? b.ld : 1,
+                         split.data() + layout.b_offset, layout.b.outer_stride, layout.b.k_stride, true);
+  return split;
+}
+
 // op(X')'s element (r, c) as cuBLASLt reads a split operand.
 float read_split(const SplitOperand& s, const float* base, int64_t r, int64_t c) {
-  return base[s.transpose ? r * s.ld + c : c * s.ld + r];
+  return base[column_major(s.transpose, s.ld, r, c)];
+}
+
+struct Errors {
+  double split = 0, tf32 = 0;  // largest error over the largest |exact| value
+};
+
+// A row-major A and B, as a Linear's input and a plain [k, n] mat2 hold
+// them: A's split has k contiguous, B's n.
+Errors product_errors(int64_t m, int64_t n, int64_t k, float scale) {
+  std::mt19937 random(11);
+  const Source a = make_source(m, k, true, scale, random), b = make_source(k, n, true, scale, random);
+  const SplitLayout layout = split_layout(m, n, k, a.transposed, b.transposed);
+  const std::vector<float> split3 = split_operands(a, b, m, n, k, layout);
+  const float* b3 = split3.data() + layout.b_offset;
+  double split_worst = 0, tf32_worst = 0, largest = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t c = 0; c < n; ++c) {
+      double exact = 0, tf32 = 0, split = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        exact += static_cast<double>(a.at(i, j)) * b.at(j, c);
+        tf32 += as_tf32(a.at(i, j)) * as_tf32(b.at(j, c));
+      }
+      for (int64_t j = 0; j < 3 * k; ++j)
+        split += as_tf32(read_split(layout.a, split3.data(), i, j)) * as_tf32(read_split(layout.b, b3, j, c));
+      largest = std::max(largest, std::abs(exact));
+      split_worst = std::max(split_worst, std::abs(split - exact));
+      tf32_worst = std::max(tf32_worst, std::abs(tf32 - exact));
+    }
+  }
+  return {split_worst / largest, tf32_worst / largest};
 }
 
 }  // namespace
@@ -99,7 +113,7 @@ TEST_CASE("tf32 split: each operand keeps its source's orientation, and the k' p
     for (bool b_t : {false, true}) {
       CAPTURE(a_t);
       CAPTURE(b_t);
-      const Source a = make_source(m, k, a_t, random), b = make_source(k, n, b_t, random);
+      const Source a = make_source(m, k, a_t, 1.0f, random), b = make_source(k, n, b_t, 1.0f, random);
       const SplitLayout layout = split_layout(m, n, k, a_t, b_t);
       CHECK(layout.b_offset % 4 == 0);
       CHECK(layout.bytes == (layout.a.floats() + layout.b.floats()) * sizeof(float));
@@ -108,16 +122,8 @@ TEST_CASE("tf32 split: each operand keeps its source's orientation, and the k' p
       // read as is has k contiguous.
       CHECK((layout.a.k_stride == 1) == a_t);
       CHECK((layout.b.k_stride == 1) == !b_t);
-      std::vector<float> split(layout.bytes / sizeof(float), std::nanf(""));
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < k; ++j)
-          tf32_split_element(a.data.data(), i, j, k, a_t ? a.ld : 1, a_t ? 1 : a.ld, split.data(),
-                             layout.a.outer_stride, layout.a.k_stride, false);
-      float* b_split = split.data() + layout.b_offset;
-      for (int64_t c = 0; c < n; ++c)
-        for (int64_t j = 0; j < k; ++j)
-          tf32_split_element(b.data.data(), c, j, k, b_t ? 1 : b.ld, b_t ? b.ld : 1, b_split, layout.b.outer_stride,
-                             layout.b.k_stride, true);
+      const std::vector<float> split = split_operands(a, b, m, n, k, layout);
+      const float* b_split = split.data() + layout.b_offset;
       // What cuBLASLt computes from the layout: op(A') m x 3k times op(B')
       // 3k x n, against the float64 product of the sources. An element the
       // pass left unwritten reads NaN; a wrong orientation pairs the wrong
