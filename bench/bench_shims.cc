@@ -145,19 +145,45 @@ Error call_addmm_gelu(Module& m, std::vector<Handle>& in, std::vector<Handle>& m
   return error;
 }
 
-// ATen's convolution with symmetric padding, unit dilation, no bias.
+// A 4-d NCHW-sized handle's buffer reinterpreted with channels-last
+// strides, as Inductor passes a convolution's operands in a model it
+// compiled to channels-last.
+Error channels_last_view(Module& m, Handle in, Handle* view) {
+  static auto reinterpret = m.get<Fn<Handle, int64_t, const int64_t*, const int64_t*, int64_t, Handle*>>(
+      "aoti_torch__reinterpret_tensor");
+  static auto sizes_of = m.get<Fn<Handle, int64_t**>>("aoti_torch_get_sizes");
+  int64_t* s = nullptr;
+  if (Error error = sizes_of(in, &s)) return error;
+  const int64_t sizes[4] = {s[0], s[1], s[2], s[3]};
+  const int64_t strides[4] = {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]};
+  return reinterpret(in, 4, sizes, strides, 0, view);
+}
+
+// ATen's convolution with symmetric padding, unit dilation, no bias; with
+// `channels_last`, of 2-d operands in that layout.
 std::function<Error(Module&, std::vector<Handle>&, std::vector<Handle>&)> convolution(int64_t dims, int64_t stride,
                                                                                       int64_t padding, int64_t groups,
-                                                                                      bool transposed) {
+                                                                                      bool transposed,
+                                                                                      bool channels_last = false) {
   return [=](Module& m, std::vector<Handle>& in, std::vector<Handle>& made) {
     static auto f = m.get<Fn<Handle, Handle, Handle*, const int64_t*, int64_t, const int64_t*, int64_t,
                              const int64_t*, int64_t, int32_t, const int64_t*, int64_t, int64_t, Handle*>>(
         "aoti_torch_cuda_convolution");
+    static auto remove = m.get<Fn<Handle>>("aoti_torch_delete_tensor_object");
     std::vector<int64_t> strides(dims, stride), paddings(dims, padding), dilations(dims, 1), output_padding(dims, 0);
+    Handle x = in[0], w = in[1];
+    if (channels_last) {
+      if (Error error = channels_last_view(m, in[0], &x)) return error;
+      if (Error error = channels_last_view(m, in[1], &w)) {
+        remove(x);
+        return error;
+      }
+    }
     Handle out = nullptr;
-    Error error = f(in[0], in[1], nullptr, strides.data(), dims, paddings.data(), dims, dilations.data(), dims,
+    Error error = f(x, w, nullptr, strides.data(), dims, paddings.data(), dims, dilations.data(), dims,
                     transposed ? 1 : 0, output_padding.data(), dims, groups, &out);
     made.push_back(out);
+    if (channels_last) remove(x), remove(w);
     return error;
   };
 }
@@ -349,14 +375,15 @@ std::vector<Case> cases() {
   add("addmm_gelu_f32", "_addmm_activation",
       {normal(kF32, {1024}), normal(kF32, {512, 1024}), normal(kF32, {1024, 1024})}, "{}", call_addmm_gelu);
   auto conv = [&](std::string name, std::vector<int64_t> input, std::vector<int64_t> weight, int64_t stride,
-                  int64_t padding, int64_t groups, bool transposed) {
-    char params[160];
-    std::snprintf(params, sizeof params, R"({"stride": %d, "padding": %d, "groups": %d, "transposed": %s})",
+                  int64_t padding, int64_t groups, bool transposed, bool channels_last = false) {
+    char params[200];
+    std::snprintf(params, sizeof params,
+                  R"({"stride": %d, "padding": %d, "groups": %d, "transposed": %s, "channels_last": %s})",
                   static_cast<int>(stride), static_cast<int>(padding), static_cast<int>(groups),
-                  transposed ? "true" : "false");
+                  transposed ? "true" : "false", channels_last ? "true" : "false");
     int64_t dims = static_cast<int64_t>(input.size()) - 2;
     add(std::move(name), "convolution", {normal(kF32, std::move(input)), normal(kF32, std::move(weight))}, params,
-        convolution(dims, stride, padding, groups, transposed));
+        convolution(dims, stride, padding, groups, transposed, channels_last));
   };
   conv("conv2d_64c_56", {1, 64, 56, 56}, {64, 64, 3, 3}, 1, 1, 1, false);
   conv("conv2d_256c_56", {1, 256, 56, 56}, {256, 256, 3, 3}, 1, 1, 1, false);
@@ -370,6 +397,10 @@ std::vector<Case> cases() {
   conv("conv2d_256c_14", {1, 256, 14, 14}, {256, 256, 3, 3}, 1, 1, 1, false);
   conv("conv2d_512c_7", {1, 512, 7, 7}, {512, 512, 3, 3}, 1, 1, 1, false);
   conv("conv2d_256to512_s2", {1, 256, 14, 14}, {512, 256, 3, 3}, 2, 1, 1, false);
+  // The repro pack's convolutions as Inductor compiles them, channels-last:
+  // the GEMM route's columns read along channels.
+  conv("conv2d_64to128_s2_nhwc", {1, 64, 112, 112}, {128, 64, 3, 3}, 2, 1, 1, false, true);
+  conv("conv2d_256c_28_nhwc", {1, 256, 28, 28}, {256, 256, 3, 3}, 1, 1, 1, false, true);
   // Attention: an ACT-sized transformer's (8 heads of 64 over 128 tokens),
   // causal, with an additive mask, and 1,024 tokens (the longest the fused
   // kernel takes).
