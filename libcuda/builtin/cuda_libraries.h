@@ -35,10 +35,7 @@ struct CublasLt {
   decltype(&cublasLtMatmulPreferenceDestroy) preference_destroy = nullptr;
   decltype(&cublasLtMatmulPreferenceSetAttribute) preference_set = nullptr;
   decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
-  decltype(&cublasLtMatmulAlgoCapGetAttribute) algo_capability = nullptr;
   decltype(&cublasLtMatmulAlgoConfigGetAttribute) algo_config_get = nullptr;
-  decltype(&cublasLtMatmulAlgoConfigSetAttribute) algo_config_set = nullptr;
-  decltype(&cublasLtMatmulAlgoCheck) algo_check = nullptr;
   decltype(&cublasLtGetStatusString) status_string = nullptr;
 };
 

@@ -9,11 +9,14 @@
 // column-major output takes the other orientation. An operand with neither
 // stride 1 is copied to a contiguous scratch tensor first. Each shape's
 // descriptors are made once and cached for the process, with cuBLASLt's
-// heuristic candidates (and split-k copies of those whose tiles leave most
-// of the GPU idle); the first call outside a graph capture times them on
+// heuristic candidates; the first call outside a graph capture times them on
 // the real operands and keeps the fastest (the heuristics' first pick ran a
 // 16x256x256 float32 product, an MLP head's, in 29 us on an H100, where
-// cuBLAS's small-n kernel takes 3). Each stream gets one workspace.
+// cuBLAS's small-n kernel takes 3). Each stream gets one workspace. The
+// heuristics offer split-k candidates themselves where the output has few
+// tiles: for a Linear's 512x1024 output over k = 1024, 2, 3 and 8 slices,
+// all within 4% of the unsplit 33.5 us on an H100 (2026-12-07), which is
+// also what eager's cuBLAS takes. So no split-k copies are made here.
 //
 // A large float32 product may instead run on TF32 tensor cores with
 // float32's accuracy (3xTF32: each operand split into a TF32 value and its
@@ -225,63 +228,6 @@ Result<cublasLtMatrixLayout_t> make_layout(const CublasLt& lt, cudaDataType_t ty
   return layout;
 }
 
-// Split-k copies of the heuristics' candidates that leave the GPU idle: a
-// candidate whose tiles fill under kSplitWaves of one wave (cuBLASLt's own
-// count) is tried again with k cut into 2, 4 or 8 slices, as long as the
-// slices keep that under about one wave and at least kSplitSliceK deep. The
-// heuristics offer few of these for float32: a Linear's 512x1024 output
-// over k = 1024 ran at half the H200's float32 rate with the heuristics'
-// pick, as eager's cuBLAS runs it. The partial sums are added in a separate
-// pass over the workspace (never in place with atomics), so a result does
-// not depend on scheduling; the search keeps a copy only when it is faster.
-constexpr float kSplitWaves = 0.75f;
-constexpr int64_t kSplitSliceK = 128;
-constexpr size_t kSplitSources = 4;  // candidates that get split copies
-
-void add_split_k(const CublasLt& lt, cublasLtHandle_t handle, Plan& plan, int64_t k, size_t workspace) {
-  const size_t sources = std::min(plan.candidates.size(), kSplitSources);
-  for (size_t i = 0; i < sources; ++i) {
-    const cublasLtMatmulHeuristicResult_t source = plan.candidates[i];
-    if (source.wavesCount <= 0 || source.wavesCount >= kSplitWaves) continue;
-    int32_t supported = 0, slices = 1;
-    uint32_t schemes = 0;
-    size_t written = 0;
-    if (lt.algo_capability(&source.algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &supported, sizeof supported, &written) !=
-            CUBLAS_STATUS_SUCCESS ||
-        !supported ||
-        lt.algo_capability(&source.algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes, &written) !=
-            CUBLAS_STATUS_SUCCESS ||
-        lt.algo_config_get(&source.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &slices, sizeof slices, &written) !=
-            CUBLAS_STATUS_SUCCESS ||
-        slices > 1) {
-      continue;
-    }
-    uint32_t scheme = 0;
-    for (uint32_t wanted : {CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE})
-      if (!scheme && (schemes & wanted)) scheme = wanted;
-    if (!scheme) continue;
-    for (int32_t split : {2, 4, 8}) {
-      if (source.wavesCount * static_cast<float>(split) > 1.25f || k / split < kSplitSliceK) break;
-      cublasLtMatmulHeuristicResult_t copy = source;
-      if (lt.algo_config_set(&copy.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof split) !=
-              CUBLAS_STATUS_SUCCESS ||
-          lt.algo_config_set(&copy.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme) !=
-              CUBLAS_STATUS_SUCCESS) {
-        continue;
-      }
-      cublasLtMatmulHeuristicResult_t checked{};
-      if (lt.algo_check(handle, plan.desc, plan.a, plan.b, plan.c, plan.c, &copy.algo, &checked) !=
-              CUBLAS_STATUS_SUCCESS ||
-          checked.workspaceSize > workspace) {
-        continue;
-      }
-      checked.algo = copy.algo;
-      checked.state = CUBLAS_STATUS_SUCCESS;
-      plan.candidates.push_back(checked);
-    }
-  }
-}
-
 Result<Plan*> plan_for(const CublasLt& lt, cublasLtHandle_t handle, const PlanKey& key, size_t workspace) {
   GemmState& s = state();
   {
@@ -329,7 +275,6 @@ Result<Plan*> plan_for(const CublasLt& lt, cublasLtHandle_t handle, const PlanKe
   plan->algo = results[0].algo;
   for (int i = 0; i < found; ++i)
     if (results[i].state == CUBLAS_STATUS_SUCCESS) plan->candidates.push_back(results[i]);
-  add_split_k(lt, handle, *plan, key.k, workspace);
   std::lock_guard lock(s.mutex);
   auto& slot = s.plans[key];
   if (!slot) slot = std::move(plan);
