@@ -25,11 +25,11 @@
 // compares their results; the split way serves only where it is faster by
 // a clear margin and agrees within 1e-5 of the largest value (it drops the
 // small*small term, 2^-22 of each product). It is not the default because it
-// lost every shape measured on the H200: 36.1 us against the float32
-// kernels' 33.6 us for 512x1024x1024, 119.5 against 95.8 us for a ResNet
-// convolution's 3136x256x2304 (likely because a 512x1024 output gives the
-// TF32 kernels too few tiles to fill the GPU), and each trial costs the
-// first call.
+// lost every shape measured on the H200 and the H100: 36.1 us against the
+// float32 kernels' 33.6 us for 512x1024x1024 on the H200, 119.5 against
+// 95.8 us for a ResNet convolution's 3136x256x2304. The k' = 3k product
+// alone took 19.4 us of the 512x1024x1024 split way's 38.2 on the H100; the
+// split pass took the rest. Each trial costs the first call.
 #include <cublasLt.h>
 
 #include <algorithm>

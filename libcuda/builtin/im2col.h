@@ -4,8 +4,11 @@
 // (channel, kernel row, kernel column), ordered as the weight's memory is,
 // so that the packed weight is a [C_out, K] row-major matrix as it lies:
 // (c, i, j) for an NCHW weight, (i, j, c) for a channels-last one. Positions
-// in the padding read 0. The index math is shared by the kernel and the
-// tests, which check it on the host against a direct convolution.
+// in the padding read 0. The tests check this index math on the host
+// against a direct convolution. The kernel shares im2col_tap with it, but
+// writes the rest its own way (a position's origin plus a tap's offset,
+// decoded once per tile), so only GPU runs check that part: the runtime's
+// comparison with cuDNN before it takes the route, and bench_shims.
 #pragma once
 
 #include <cstdint>
