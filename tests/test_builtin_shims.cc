@@ -133,6 +133,22 @@ TEST_CASE("built-in runtime shims: empty_strided, getters, views sharing a stora
   CHECK_FALSE(contiguous);
   REQUIRE(aoti_torch_get_storage_size(view.h, &value) == kShimSuccess);
   CHECK(value == 24);  // the storage's, not the view's
+  // A view of that view: the offset adds to the view's own (ATen's
+  // _reinterpret_tensor), so offset 2 from the view at 1 starts at 3.
+  Handle nested;
+  const int64_t one_size[] = {2};
+  const int64_t one_stride[] = {1};
+  REQUIRE(aoti_torch__reinterpret_tensor(view.h, 1, one_size, one_stride, 2, &nested.h) == kShimSuccess);
+  REQUIRE(aoti_torch_get_storage_offset(nested.h, &value) == kShimSuccess);
+  CHECK(value == 3);
+  void* nested_data = nullptr;
+  REQUIRE(aoti_torch_get_data_ptr(nested.h, &nested_data) == kShimSuccess);
+  CHECK(static_cast<float*>(nested_data) == floats + 3);
+  CHECK(*static_cast<float*>(nested_data) == 3.0f);
+  // Past the end from the view's offset: 1 + 4 + 2 elements of 6.
+  AtenTensorHandle nested_past = nullptr;
+  CHECK(aoti_torch__reinterpret_tensor(view.h, 1, one_size, one_stride, 4, &nested_past) == kShimFailure);
+  CHECK(nested_past == nullptr);
   // A view past the storage's end is refused.
   AtenTensorHandle past = nullptr;
   CHECK(aoti_torch__reinterpret_tensor(base.h, 2, view_sizes, view_strides, 3, &past) == kShimFailure);

@@ -88,9 +88,11 @@ PTB_SHIM_EXPORT AOTITorchError aoti_torch_create_tensor_from_blob_v2(
     int64_t opaque_metadata_size);
 PTB_SHIM_EXPORT AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor);
 PTB_SHIM_EXPORT AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig, AtenTensorHandle* ret);
+// A view of self's storage; offset_increment is added to self's own storage
+// offset, as ATen's _reinterpret_tensor adds it.
 PTB_SHIM_EXPORT AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndim,
                                                               const int64_t* sizes, const int64_t* strides,
-                                                              int64_t storage_offset, AtenTensorHandle* ret);
+                                                              int64_t offset_increment, AtenTensorHandle* ret);
 PTB_SHIM_EXPORT AOTITorchError aoti_torch_as_strided(AtenTensorHandle self, const int64_t* sizes,
                                                      const int64_t* strides, AtenTensorHandle* ret);
 PTB_SHIM_EXPORT AOTITorchError aoti_torch__alloc_from_pool(AtenTensorHandle self, int64_t offset_bytes, int32_t dtype,

@@ -121,13 +121,21 @@ AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig, AtenTensorHan
 }
 
 AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndim, const int64_t* sizes,
-                                              const int64_t* strides, int64_t storage_offset,
+                                              const int64_t* strides, int64_t offset_increment,
                                               AtenTensorHandle* ret) {
   const char* function = "aoti_torch__reinterpret_tensor";
   PTB_NEED(self, function);
   const Tensor& base = *tensor_of(self);
   if (ndim > 0 && !strides) return fail(function, "no strides");
-  return view_of(function, base.storage, ndim, sizes, strides, storage_offset, base.dtype, ret);
+  // ATen's _reinterpret_tensor adds the offset to self's own: Inductor's
+  // wrappers take views of views (a step's slice of a sequence buffer that
+  // is itself a view) with offsets relative to the view they start from.
+  int64_t offset = 0;
+  if (__builtin_add_overflow(base.storage_offset, offset_increment, &offset)) {
+    return fail(function, "offset " + std::to_string(offset_increment) + " from a view at offset " +
+                              std::to_string(base.storage_offset) + " overflows");
+  }
+  return view_of(function, base.storage, ndim, sizes, strides, offset, base.dtype, ret);
 }
 
 AOTITorchError aoti_torch_as_strided(AtenTensorHandle self, const int64_t* sizes, const int64_t* strides,
