@@ -327,6 +327,22 @@ class Random(nn.Module):
                 torch.randint(0, 10, (64, 64), device=x.device))
 
 
+class LstmPolicy(nn.Module):
+    """A recurrent policy: two layers of nn.LSTM(64, 128) over 32 steps of a
+    batch of 4 (sequence first), then a Linear head on every step. Inductor
+    unrolls the steps: each one's products read the previous step's hidden
+    state out of the sequence buffer it writes."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(64, 128, num_layers=2)
+        self.head = nn.Linear(128, 14)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.head(y)
+
+
 def _f(*shape, dtype=torch.float32):
     return ("randn", shape, dtype)
 
@@ -369,6 +385,7 @@ MODELS = {
     "nonzero": (Nonzero, [("uniform", (32, 16))], "exact", ("et",), {}),
     "item": (ItemNarrow, [_f(32, 8), ("value", 5)], "exact", ("et",), {}),
     "random": (Random, [_f(64, 64)], "sampler", ("et",), {}),
+    "lstm": (LstmPolicy, [_f(32, 4, 64)], "exact", ("et", "aten", "default"), {}),
     "mlp_head": (lambda: Mlp([64, 256, 256, 14]), [_f(16, 64)], "exact", ("et", "aten", "default"), {}),
 }
 
