@@ -578,7 +578,47 @@ Status add_bias(const Tensor& out, const Tensor* bias, int64_t out_channels) {
   return {};
 }
 
+Result<Tensor> convolve(const Tensor& input, const Tensor& weight, const Tensor* bias, const ConvArgs& args);
+
+// A transposed convolution whose output padding reaches a stride (ATen
+// allows any output padding under the stride or the dilation): cuDNN
+// computes it as the backward-data of a forward convolution, which has no
+// such geometry. The output's extra positions are the ones input positions
+// past the end would feed, so the same result comes from the input padded
+// with output_padding / stride zeros at the end of that dimension and the
+// remainder as output padding.
+std::optional<Result<Tensor>> convolve_big_output_padding(const Tensor& input, const Tensor& weight,
+                                                          const Tensor* bias, const ConvArgs& args) {
+  if (!args.transposed || input.sizes.size() < 3) return std::nullopt;
+  const size_t spatial = input.sizes.size() - 2;
+  ConvArgs fitted = args;
+  Tensor padded_shape = input;
+  bool needed = false;
+  for (size_t d = 0; d < spatial && d < args.output_padding.size() && d < args.stride.size(); ++d) {
+    const int64_t s = args.stride[d], o = args.output_padding[d];
+    if (s < 1 || o < s) continue;
+    needed = true;
+    padded_shape.sizes[2 + d] += o / s;
+    fitted.output_padding[d] = o % s;
+  }
+  if (!needed) return std::nullopt;
+  padded_shape.strides = strides_like_channels_last(input.sizes, input.strides) ? channels_last_strides(padded_shape.sizes)
+                                                                               : contiguous_strides(padded_shape.sizes);
+  padded_shape.storage_offset = 0;
+  std::string why;
+  auto made = empty_strided_cuda(padded_shape.sizes, padded_shape.strides, input.dtype, input.storage->device_index, why);
+  if (!made) return Result<Tensor>(invalid(why));
+  if (cudaError_t code = cudaMemsetAsync(made->data(), 0, made->storage->nbytes, stream_for(input)); code != cudaSuccess) {
+    return Result<Tensor>(invalid(cudaGetErrorString(code)));
+  }
+  Tensor leading = *made;  // the padded input's first positions: where the input goes
+  leading.sizes = input.sizes;
+  if (std::string failed = copy_elements(leading, input); !failed.empty()) return Result<Tensor>(invalid(failed));
+  return convolve(*made, weight, bias, fitted);
+}
+
 Result<Tensor> convolve(const Tensor& input, const Tensor& weight, const Tensor* bias, const ConvArgs& args) {
+  if (auto detour = convolve_big_output_padding(input, weight, bias, args)) return std::move(*detour);
   const size_t dims = input.sizes.size();
   if (dims < 3 || dims > 5) return invalid("input " + tensor_text(input) + "; expected 3 to 5 dimensions (N, C, spatial)");
   if (weight.sizes.size() != dims) return invalid("weight " + tensor_text(weight) + " and input have different ranks");
