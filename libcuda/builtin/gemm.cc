@@ -580,6 +580,10 @@ Result<Tensor> contiguous_copy(const Tensor& t) {
 // cuBLASLt takes them (a vector over out's columns).
 Status matmul_into(const Tensor& out, const Tensor& a_tensor, const Tensor& b_tensor, double alpha, double beta,
                    cublasLtEpilogue_t epilogue, const void* bias) {
+  if (tracing()) {
+    std::fprintf(stderr, "gemm out %s a %s b %s alpha %g beta %g epilogue %d\n", tensor_text(out).c_str(),
+                 tensor_text(a_tensor).c_str(), tensor_text(b_tensor).c_str(), alpha, beta, static_cast<int>(epilogue));
+  }
   std::optional<Tensor> a_copy, b_copy;
   Batched a = batched(a_tensor), b = batched(b_tensor), d = batched(out);
   const int64_t M = a.rows, K = a.cols, N = b.cols;

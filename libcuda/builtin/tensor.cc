@@ -335,7 +335,8 @@ std::string tensor_text(const Tensor& tensor) {
     for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
     return text + "]";
   };
-  return std::string(scalar_type_name(tensor.dtype)) + " " + list(tensor.sizes) + " (strides " + list(tensor.strides) + ")";
+  return std::string(scalar_type_name(tensor.dtype)) + " " + list(tensor.sizes) + " (strides " + list(tensor.strides) +
+         (tensor.storage_offset ? ", offset " + std::to_string(tensor.storage_offset) : std::string()) + ")";
 }
 
 AOTITorchError hand_to_library(const char* function, Tensor&& tensor, AtenTensorHandle* ret) {
