@@ -240,8 +240,8 @@ TEST_CASE("built-in runtime shims: every row of the shim table is declared") {
 }
 
 
-// What failed on the GPU machine once (a symbol left for libcuda to
-// provide): the module must load on its own, with every symbol bound now.
+// The module must load on its own, with every symbol bound now (none left
+// for libcuda to provide).
 // Loading it needs no GPU; its CUDA runtime looks for the driver only at its
 // first call.
 TEST_CASE("built-in runtime shims: the module loads on its own, every symbol bound") {

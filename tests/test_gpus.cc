@@ -1,6 +1,6 @@
 // GPU discovery and `ptbundle gpus`, which must answer on machines without a
-// driver; and the GPU check (test suite "gpu", run by scripts/gpu-check on the
-// GPU machine): the driver's own cuModuleLoadData agrees with our verdicts.
+// driver; and the GPU check (the GPU tier, `ctest --preset gpu`): the
+// driver's own cuModuleLoadData agrees with our verdicts.
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-// Hostile inputs, hostile file systems and interruptions (issue 11): nothing
+// Hostile inputs, hostile file systems and interruptions: nothing
 // crashes, hangs, escapes the bundle folder, or loses a part. The CLI runs as
 // a child with a time limit (a hang is a failure, not a stuck test) and its
 // peak memory is read from wait4's rusage.
@@ -983,7 +983,7 @@ TEST_CASE("hostile: a sparse 1 TiB data file that bundle.json records as smaller
   CHECK_MESSAGE(seconds < 5, seconds);
 }
 
-// ---- issue 22, round 3: journals, tampered inputs, readers and writers ----
+// ---- journals, tampered inputs, readers and writers ----
 
 namespace {
 

@@ -1,8 +1,8 @@
 // Two libraries that each carry their own static libstdc++, opened by a
-// program that links libstdc++ statically too (as the GPU machine's compiler
-// builds ptbundle): without a shared libstdc++ in the global scope, the
-// second library's locale table conflicted with the first's and its first
-// std::regex crashed (loaded_library.cc says how). This program is built
+// program that links libstdc++ statically too (as some toolchains build
+// ptbundle): without a shared libstdc++ in the global scope, the second
+// library's locale table conflicts with the first's and its first std::regex
+// crashes (loaded_library.cc says how). This program is built
 // with -static-libstdc++ so that libstdc++.so.6 is not already global.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
