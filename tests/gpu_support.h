@@ -1,10 +1,10 @@
 // What the GPU tests share. They run only where a CUDA GPU is visible and
 // the runtime they test was built (the LibTorch runtime, or the built-in
 // runtime), and where the other runtime does not already serve the test
-// process (runner.h: one per process; scripts/gpu-check runs the built-in
-// runtime's tests in a build without LibTorch); elsewhere they print
+// process (runner.h: one per process; the gpu preset builds without LibTorch,
+// for the built-in runtime's tests); elsewhere they print
 // "SKIPPED <test>: <what is missing>" and return. They print their figures on
-// lines starting "[gpu]", which gpu-check collects.
+// lines starting "[gpu]".
 #pragma once
 
 #include <optional>
@@ -51,7 +51,7 @@ bool have_gpu_package(const std::string& name);
 // From here to the end of the test case, a crash (SIGSEGV, SIGBUS, SIGILL,
 // SIGFPE) first prints its stack on stderr, a frame a line as
 // "[crash] #N <module>+0x<offset> <nearest exported symbol>", which
-// scripts/gpu-check turns into source lines with addr2line; then doctest
+// `addr2line -f -C -e <module> <offset>` turns into source lines; then doctest
 // reports the crash as before. Without a debugger at hand, a crash inside a
 // model library otherwise says only "SIGSEGV".
 void trace_crashes();
