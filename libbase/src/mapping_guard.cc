@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "ptbundle/base/mapping_guard.h"
+#include "ptbundle/base/test_seams.h"
 
 namespace ptb {
 namespace {

@@ -17,6 +17,7 @@
 
 #include "ptbundle/base/file.h"
 #include "ptbundle/base/interrupt.h"
+#include "ptbundle/base/test_seams.h"
 
 namespace ptb {
 namespace {

@@ -18,6 +18,7 @@
 
 #include "ptbundle/base/file.h"
 #include "ptbundle/base/mapping_guard.h"
+#include "ptbundle/base/test_seams.h"
 
 namespace {
 

@@ -161,12 +161,10 @@ int register_temp_path(const std::string& path, bool folder = false);
 void unregister_temp_path(int slot);
 
 // A point where a test may stop the process, as a power cut or a signal
-// would: writers call it before each rename of a transaction, with the step's
-// name ("journal", "rename-1", ...). It does nothing unless a test program
-// installed a hook; the shipped binaries install none.
+// would: writers call it before each rename of a transaction. It does
+// nothing unless a test program installed a hook (base/test_seams.h); the
+// shipped binaries install none.
 void test_kill_point(const std::string& step);
-using TestKillHook = void (*)(const std::string& step);
-void set_test_kill_hook(TestKillHook hook);
 
 // Writes a whole small file atomically.
 Status write_file_atomically(const std::string& path, Bytes data);

@@ -32,9 +32,7 @@ Error changed_while_read(const std::string& path);
 
 // A point right after a file is mapped where a test may change the file, as
 // `cp new old` does to a file being read. It does nothing unless a test
-// program installed a hook; the shipped binaries install none.
+// program installed a hook (base/test_seams.h); the shipped binaries install none.
 void test_shrink_point(const std::string& path);
-using TestShrinkHook = void (*)(const std::string& path);
-void set_test_shrink_hook(TestShrinkHook hook);
 
 }  // namespace ptb
