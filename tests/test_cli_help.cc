@@ -58,7 +58,8 @@ TEST_CASE("cli help: every option of every command is in its man page and in ptb
     const ptb::test::CommandResult help = ptb::test::run_cli(command + " --help");
     REQUIRE(help.exit_code == 0);
     const std::set<std::string> options = long_options(help.out);
-    CHECK_MESSAGE(!options.empty() || command == "gpus", "no options found in `ptbundle " << command << " --help`");
+    const bool has_options = !options.empty();
+    CHECK_MESSAGE(has_options, "no options found in `ptbundle " << command << " --help`");
 
     const std::string man_page = page("ptbundle-" + command + ".1");
     const std::string synopsis = synopsis_of(command);
