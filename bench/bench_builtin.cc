@@ -2,8 +2,8 @@
 // with the CUDA toolkit; no LibTorch needed), on the packages
 // tests/gpu/make_packages.py compiles with ExecuTorch's full options:
 //  1. per-call latency of AotiModel::time_calls on et_mlp against the same
-//     library driven by the smallest loop through the same C ABI (goal, issue
-//     20: under 2 us more per call; issue 13 asked for 5, and +4.9 passed it);
+//     library driven by the smallest loop through the same C ABI (goal:
+//     under 2 us more per call);
 //  2. the upload of et_big's 512 MiB of weights, as one blob and split per
 //     FQN, as a share of pinned host-to-device bandwidth (goal: 50 % or more).
 // scripts/gpu-check --bench runs it.
@@ -49,7 +49,7 @@ F symbol(void* where, const char* name, std::string& missing) {
 // time_calls times them. Every CUDA and shim function comes from the
 // runtime module, already loaded RTLD_GLOBAL by load_builtin. Set up before
 // either runs: a second copy of such a library created after the first has
-// run crashed on the H200 machine (runner/loaded_library.cc).
+// run can crash (runner/loaded_library.cc says why).
 class MinimalLoop {
  public:
   using Handle = void*;

@@ -1,6 +1,6 @@
 // How fast `ptbundle export` puts a part with a 4 GiB data file into a
 // bundle, against `cp` of the same data file on the same disk, and how much
-// memory it needs. Goal (issue 3): wall time within 1.2x of cp, peak resident
+// memory it needs. Goal: wall time within 1.2x of cp, peak resident
 // memory under 64 MiB.
 //
 // It makes its own input with ptbundle's writers in a temporary folder: a

@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
-"""Policy parts per call, side by side in one run on the GPU machine (issue 20):
-eager PyTorch, eager PyTorch replaying a torch.cuda graph, and `ptbundle run`
-on the built-in runtime, plain and with --cuda-graph, for each part compiled
-three ways by tests/gpu/make_packages.py: ExecuTorch's options (Triton-only
-GEMMs and convolutions, "et"), the same with ATen's cuBLAS/cuDNN allowed
-("aten"), and max_autotune off, where every GEMM and convolution goes to
-cuBLAS/cuDNN and compiling takes seconds ("default"). TF32 off everywhere. Prints one row per package with the medians
-(CUDA events, microseconds) and the ratios eager / ptbundle (above 1: ptbundle
-is faster), then the goals of issue 20.
+"""Policy parts per call, side by side in one run on one GPU: eager PyTorch,
+eager PyTorch replaying a torch.cuda graph, and `ptbundle run` on the
+built-in runtime, plain and with --cuda-graph, for each part compiled three
+ways by tests/gpu/make_packages.py: ExecuTorch's options (Triton-only GEMMs
+and convolutions, "et"), the same with ATen's cuBLAS/cuDNN allowed ("aten"),
+and max_autotune off, where every GEMM and convolution goes to cuBLAS/cuDNN
+and compiling takes seconds ("default"). TF32 off everywhere. Prints one row
+per package with the medians (CUDA events, microseconds) and the ratios
+eager / ptbundle (above 1: ptbundle is faster), then the speed goals.
 
-  bench_policy.py --ptbundle BUILD/apps/ptbundle [--packages DIR] [--iterations N] [--ways W,...] [MODEL ...]
+  bench_policy.py --ptbundle BUILD/apps/ptbundle [--packages DIR] [--iterations N] [--ways W,...]
+                  [--markdown docs/performance.md] [--readme README.md] [MODEL ...]
 
-MODEL: names of tests/gpu/policy_models.py (default: the repro pack's convs
-and linears, resnet18, act, and the launch-bound mlp_head and flow). With
+MODEL: names of tests/gpu/policy_models.py (default: the convs and linears
+parts, resnet18, act, and the launch-bound mlp_head and flow). With
 --packages DIR holding <model>-<way>.pt2 from an earlier make_packages run,
-nothing is compiled.
+nothing is compiled. --markdown writes the table, with the GPU, driver,
+PyTorch version and date of the run, to that file; --readme also replaces
+the short table between README's "performance" markers.
 """
 import argparse
 import json
@@ -55,9 +58,8 @@ def time_calls(call, iterations, warmup=20):
 def eager(name, iterations):
     """(a function that times eager's plain call in us, eager with a captured
     torch.cuda graph us or None). The plain call is timed again beside each
-    ptbundle measurement and its best median kept: how fast eager's host
-    launches varied by a third between two runs of this bench in one device
-    call (linears: 76.3 and 98.5 us, with its graph at 74.3 both times)."""
+    ptbundle measurement and its best median kept: eager's host launches vary
+    from run to run far more than its graph replays or ptbundle's calls."""
     import torch
     import policy_models
 
@@ -109,6 +111,83 @@ def ptbundle(cli, package, inputs, iterations, graph):
     return timing["median_ms"] * 1000
 
 
+# What each model is, for the Markdown table.
+DESCRIPTIONS = {
+    "resnet18": "ResNet18, 1x3x224x224",
+    "act": "ACT-shaped (ResNet18 + 3 transformer blocks)",
+    "convs": "4 convolutions, 1x3x224x224",
+    "linears": "2 Linear layers, 512x1024",
+    "flow": "flow matching, 10 steps of an MLP",
+    "mlp_head": "MLP head, 16x64",
+    "int4": "int4 weight-only Linear",
+}
+WAY_NAMES = {"default": "max_autotune off", "aten": "max-autotune, ATen allowed", "et": "Triton-only (ExecuTorch's)"}
+README_BEGIN, README_END = "<!-- performance: begin (bench/bench_policy.py --readme) -->", "<!-- performance: end -->"
+
+
+def run_description(torch):
+    """GPU, driver, PyTorch and CUDA versions and the date, for the Markdown header."""
+    import datetime
+
+    driver = "unknown"
+    try:
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
+                                capture_output=True, text=True, check=True).stdout.strip() or driver
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return (f"{torch.cuda.get_device_name()}, driver {driver}, PyTorch {torch.__version__} (CUDA {torch.version.cuda}), "
+            f"{datetime.date.today().isoformat()}")
+
+
+def markdown_rows(results, short):
+    """Table rows: every package, or (short) the max_autotune-off packages."""
+    rows = []
+    for (model, way), (plain, graphed, mine, mine_graph) in results.items():
+        if short and way != "default":
+            continue
+        name = f"{DESCRIPTIONS.get(model, model)}, {WAY_NAMES.get(way, way)}"
+        rows.append(f"| {name} | {us(plain)} | {us(graphed)} | {us(mine)} | {us(mine_graph)} | "
+                    f"{ratio(plain, mine)} | {ratio(plain, mine_graph)} |")
+    return rows
+
+
+TABLE_HEAD = ["| part | eager | eager, CUDA graph | ptbundle | ptbundle, CUDA graph | eager / ptbundle | "
+              "eager / ptbundle with graph |", "| --- | --- | --- | --- | --- | --- | --- |"]
+
+
+def write_markdown(path, results, run, iterations, command):
+    text = "\n".join([
+        "# Performance",
+        "",
+        "Generated by `bench/bench_policy.py`; do not edit by hand. To regenerate on a machine with an NVIDIA GPU",
+        "and PyTorch (DEVELOPERS.md, \"The GPU tier\"):",
+        "",
+        f"    {command}",
+        "",
+        f"Run: {run}. Medians of {iterations} calls in microseconds, float32 with TF32 off. Eager PyTorch is",
+        "timed before and after each package and its best median kept. Above 1 in the last two columns: ptbundle",
+        "is faster.",
+        "",
+        *TABLE_HEAD,
+        *markdown_rows(results, short=False),
+        "",
+    ])
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def update_readme(path, results, run):
+    with open(path) as f:
+        text = f.read()
+    if README_BEGIN not in text or README_END not in text:
+        raise SystemExit(f"bench_policy: {path} has no performance markers")
+    block = "\n".join([README_BEGIN, f"On {run} (microseconds per call; more in docs/performance.md):", "",
+                       *TABLE_HEAD, *markdown_rows(results, short=True), README_END])
+    start, end = text.index(README_BEGIN), text.index(README_END) + len(README_END)
+    with open(path, "w") as f:
+        f.write(text[:start] + block + text[end:])
+
+
 def ratio(a, b):
     return f"{a / b:.2f}" if a and b else "-"
 
@@ -124,6 +203,8 @@ def main():
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--ways", default=",".join(WAYS),
                         help="comma-separated compile ways of make_packages.py; default: et,aten,default")
+    parser.add_argument("--markdown", help="write the table, with the run's GPU, driver, PyTorch and date, here")
+    parser.add_argument("--readme", help="also replace the short table between this README's performance markers")
     parser.add_argument("models", nargs="*")
     args = parser.parse_args()
     ways = args.ways.split(",")
@@ -174,7 +255,14 @@ def main():
             row = [f"{model}-{way}", us(plain), us(graphed), us(mine), us(mine_graph), ratio(plain, mine),
                    ratio(plain, mine_graph), ratio(graphed, mine_graph)]
             print("  ".join(f"{c:>14}" if i else f"{c:<16}" for i, c in enumerate(row)), flush=True)
-    # Issue 20's goals. Packages that let cuBLAS/cuDNN serve (every way but
+    if args.markdown or args.readme:
+        run = run_description(torch)
+        command = "python3 bench/bench_policy.py " + " ".join(sys.argv[1:])
+        if args.markdown:
+            write_markdown(args.markdown, results, run, args.iterations, command)
+        if args.readme:
+            update_readme(args.readme, results, run)
+    # The speed goals. Packages that let cuBLAS/cuDNN serve (every way but
     # et): plain at least as fast as eager on the heavy parts; with graphs
     # 1.1x eager on the compute-bound convs and linears, 2x on the rest.
     # Triton-only (et) packages: graphs never slower than plain.

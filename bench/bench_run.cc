@@ -4,10 +4,7 @@
 //     against eager PyTorch when its figure is given (--eager-us, measured by
 //     a python3 snippet in the same session on the same GPU);
 // (Weight upload rates are bench_upload's.)
-// Goal (issue 6): the runner adds under 2% or 5 us per call, whichever is
-// larger.
-// Seen on an H200 (LibTorch 2.11, mlp_et.pt2, 2000 calls, best of 3 rounds):
-// runner 28.10 us, minimal loop 26.85 us (+1.25 us), eager PyTorch 50.82 us.
+// Goal: the runner adds under 2% or 5 us per call, whichever is larger.
 //
 //   bench_run [--package PATH.pt2] [--input IN.npy] [--iterations N]
 //             [--eager-us X]

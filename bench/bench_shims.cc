@@ -1,5 +1,5 @@
 // What each compute shim of the built-in runtime costs per call, on shapes
-// the policy parts of issue 19 give them: the module is opened with dlopen,
+// policy parts give them: the module is opened with dlopen,
 // the shim is called through the same C ABI an AOTInductor library calls,
 // and a block of calls is timed between two CUDA events on the runtime's
 // current stream (the median of the blocks). Outputs the shim allocates are
@@ -392,7 +392,7 @@ std::vector<Case> cases() {
   conv("conv_transpose2d", {1, 64, 28, 28}, {64, 32, 4, 4}, 2, 1, 1, true);
   conv("conv1d_unet", {8, 256, 64}, {256, 256, 5}, 1, 2, 1, false);
   // ResNet18's deeper stages at batch 1, where a float32 ResNet18 spends
-  // most of its time (issue 20): few output pixels, a long reduction.
+  // most of its time: few output pixels, a long reduction.
   conv("conv2d_128c_28", {1, 128, 28, 28}, {128, 128, 3, 3}, 1, 1, 1, false);
   conv("conv2d_256c_14", {1, 256, 14, 14}, {256, 256, 3, 3}, 1, 1, 1, false);
   conv("conv2d_512c_7", {1, 512, 7, 7}, {512, 512, 3, 3}, 1, 1, 1, false);

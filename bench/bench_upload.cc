@@ -1,5 +1,5 @@
 // Ways to get a mapped weights file onto the GPU, each against the pinned
-// host-to-device rate measured in the same run (issue 6: weight upload at
+// host-to-device rate measured in the same run (goal: weight upload at
 // >= 50% of it). Built only with LibTorch (for the CUDA runtime it brings).
 //
 //   pageable      cudaMemcpy from a fresh mapping, 64 MiB at a time: what
@@ -11,8 +11,8 @@
 //                 the mapping and queue the copies; shown with and without
 //                 the pinning of its buffers, which a load pays once
 // Pinning itself is measured too: cudaHostAlloc, and cudaHostRegister of
-// huge-page memory. (Registering the file mapping itself did not finish in
-// 30 s on the H200 machine, so it is not tried.)
+// huge-page memory. (Registering a large file mapping itself takes longer
+// than any of these, so it is not tried.)
 //
 // The file is in the page cache (just written): these are the rates of a
 // warm load, the case a robot restarting a model cares about.

@@ -1,5 +1,5 @@
 # Every dependency is a Debian package (see README). On a machine without the
-# packages (the GPU machine), PTB_DEPS_PREFIX points at a folder made by
+# packages (a GPU machine that is not Debian), PTB_DEPS_PREFIX points at a folder made by
 # scripts/pack-deps that holds the same headers, libraries and flatc.
 set(PTB_DEPS_PREFIX "" CACHE PATH "Folder with dependency headers/libraries when they are not installed system-wide")
 if(PTB_DEPS_PREFIX)

@@ -18,3 +18,8 @@ add_custom_target(ptb_schemas DEPENDS ${PTB_GENERATED_HEADERS})
 add_library(ptb_schema_headers INTERFACE)
 add_dependencies(ptb_schema_headers ptb_schemas)
 target_include_directories(ptb_schema_headers INTERFACE "${PTB_GENERATED_DIR}")
+
+# The JSON Schemas of bundle.json and of every --json document, which the man
+# pages name: installed in share/ptbundle/schemas/.
+file(GLOB PTB_JSON_SCHEMAS CONFIGURE_DEPENDS "${PTB_SCHEMA_DIR}/*.schema.json")
+install(FILES ${PTB_JSON_SCHEMAS} DESTINATION ${CMAKE_INSTALL_DATADIR}/ptbundle/schemas)

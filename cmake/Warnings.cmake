@@ -18,7 +18,7 @@ endif()
 # GCC 12 at -O2 reports -Warray-bounds, -Wstringop-overflow and
 # -Wstringop-overread inside libstdc++'s char_traits for
 # chains of std::string operator+ (GCC bugs 105329 and 105651; GCC 13 still
-# does, seen on the GPU machine);
+# does);
 # which files trip it moves with inlining decisions, precompiled headers
 # included, so under -Werror it breaks builds at random. The same holds for
 # -Wmaybe-uninitialized on std::optional (GCC bug 80635; seen in run.cc).

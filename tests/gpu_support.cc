@@ -34,7 +34,7 @@ std::string cli_builtin_gpu_missing() {
 
 std::string builtin_gpu_missing() {
   if (kBuiltinRuntimeBuilt && process_aoti_runtime() == AotiRuntime::LibTorch) {
-    return "LibTorch serves this test process (scripts/gpu-check runs these in its build without LibTorch)";
+    return "LibTorch serves this test process (the gpu preset's build, without LibTorch, runs these)";
   }
   return cli_builtin_gpu_missing();
 }

@@ -1,10 +1,10 @@
 // What the GPU tests share. They run only where a CUDA GPU is visible and
 // the runtime they test was built (the LibTorch runtime, or the built-in
 // runtime), and where the other runtime does not already serve the test
-// process (runner.h: one per process; scripts/gpu-check runs the built-in
-// runtime's tests in a build without LibTorch); elsewhere they print
+// process (runner.h: one per process; the gpu preset builds without LibTorch,
+// for the built-in runtime's tests); elsewhere they print
 // "SKIPPED <test>: <what is missing>" and return. They print their figures on
-// lines starting "[gpu]", which gpu-check collects.
+// lines starting "[gpu]".
 #pragma once
 
 #include <optional>
@@ -38,7 +38,7 @@ Result<AotiModel> load_with(const RunPart& part, const PartWeights& weights, con
 // compares with eager PyTorch's output (<stem>.out0.npy).
 ComparisonStats against_eager(AotiModel& model, const fs::path& folder, const std::string& stem, Tolerance tolerance);
 
-// Packages tests/gpu/make_packages.py compiled on this GPU machine
+// Packages tests/gpu/make_packages.py compiled on this machine's GPU
 // (scripts/gpu-check sets PTB_GPU_PACKAGES), or nullopt.
 std::optional<fs::path> gpu_packages();
 // Whether PTB_GPU_PACKAGES holds `name`.pt2; if not, says SKIPPED, naming
@@ -51,9 +51,9 @@ bool have_gpu_package(const std::string& name);
 // From here to the end of the test case, a crash (SIGSEGV, SIGBUS, SIGILL,
 // SIGFPE) first prints its stack on stderr, a frame a line as
 // "[crash] #N <module>+0x<offset> <nearest exported symbol>", which
-// scripts/gpu-check turns into source lines with addr2line; then doctest
-// reports the crash as before. The GPU machine has no debugger, and a crash
-// inside a model library otherwise says only "SIGSEGV".
+// `addr2line -f -C -e <module> <offset>` turns into source lines; then doctest
+// reports the crash as before. Without a debugger at hand, a crash inside a
+// model library otherwise says only "SIGSEGV".
 void trace_crashes();
 
 // Points TMPDIR at a fresh folder for the test's lifetime, so that what the

@@ -93,7 +93,7 @@ TEST_CASE("aoti imports: mlp_et's library (PyTorch 2.11, linked to libtorch) nee
   CHECK(libtorch_dependencies(*symbols) ==
         std::vector<std::string>{"libtorch.so", "libtorch_cpu.so", "libtorch_cuda.so"});
   // nm -D -u: 25 aoti_torch_* imports, the same as a link_libtorch=False
-  // library's (issue 13) but for a cuBLAS matmul instead of Triton's; the
+  // library's but for a cuBLAS matmul instead of Triton's; the
   // built-in runtime has every one (its GEMM shims call cuBLASLt).
   std::vector<std::string> shims;
   for (const auto& name : symbols->undefined)

@@ -2,7 +2,7 @@
 // called on host tensors: .item() runs in full here; the others must check
 // their arguments (dtypes, shapes, dims, reductions) and refuse host tensors
 // by name before any GPU work. Their results are checked against eager
-// PyTorch on the GPU machine (tests/gpu).
+// PyTorch on a GPU (tests/test_shim_reference.cc).
 #include <cstring>
 #include <limits>
 

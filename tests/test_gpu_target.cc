@@ -1,7 +1,7 @@
 // One spelling of a GPU target for every reader and writer: the names the
 // kernel scanner gives images, bundle.json's per-target programs and folders,
-// merge and the program choice at run time (issue 21: three parsers had
-// disagreed on "compute_90a").
+// merge and the program choice at run time (one parser, so that none reads
+// "compute_90a" differently).
 #include <doctest/doctest.h>
 
 #include "ptbundle/kernels/compat.h"

@@ -1,4 +1,4 @@
-// Hostile inputs, hostile file systems and interruptions (issue 11): nothing
+// Hostile inputs, hostile file systems and interruptions: nothing
 // crashes, hangs, escapes the bundle folder, or loses a part. The CLI runs as
 // a child with a time limit (a hang is a failure, not a stuck test) and its
 // peak memory is read from wait4's rusage.
@@ -59,6 +59,7 @@ struct Child {
 class Running {
  public:
   // Starts the ptbundle binary with `args`; `env` is added to the environment.
+  // With a PTB_TEST_ variable in `env`, the CLI built with the test seams.
   Running(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
     out_ = scratch_ / "stdout";
     err_ = scratch_ / "stderr";
@@ -78,7 +79,11 @@ class Running {
       ::dup2(in, 0);
       for (const auto& [key, value] : env) ::setenv(key.c_str(), value.c_str(), 1);
       std::vector<char*> argv;
-      std::string program = PTB_CLI_PATH;
+      // The test seams (PTB_TEST_KILL_AT, PTB_TEST_SHRINK_AFTER_MAP) are read
+      // only by the test build of the CLI (tests/seams/), never by ptbundle.
+      bool seamed = false;
+      for (const auto& entry : env) seamed = seamed || entry.first.starts_with("PTB_TEST_");
+      std::string program = seamed ? PTB_SEAMED_CLI_PATH : PTB_CLI_PATH;
       argv.push_back(program.data());
       std::vector<std::string> copy = args;
       for (auto& arg : copy) argv.push_back(arg.data());
@@ -978,7 +983,7 @@ TEST_CASE("hostile: a sparse 1 TiB data file that bundle.json records as smaller
   CHECK_MESSAGE(seconds < 5, seconds);
 }
 
-// ---- issue 22, round 3: journals, tampered inputs, readers and writers ----
+// ---- journals, tampered inputs, readers and writers ----
 
 namespace {
 

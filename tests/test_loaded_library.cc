@@ -3,10 +3,10 @@
 // file system gives a removed file's inode to the next file, dlopen would
 // return the library still loaded from the removed file. Two system
 // libraries stand in for two parts' libraries: the first stays loaded while
-// the second is opened again and again. On the H200 machine, three
-// `mktemp -d` folders in a row, each with one file then removed, gave the
-// file the same inode (8118276) every time; the development machine's ext4
-// gives fresh ones, so there this test passes without the guard too.
+// the second is opened again and again. Some file systems give three
+// `mktemp -d` folders in a row, each with one file then removed, the same
+// inode every time; ext4 usually gives fresh ones, so there this test passes
+// without the guard too.
 #include <doctest/doctest.h>
 
 #include <filesystem>

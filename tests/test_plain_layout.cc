@@ -4,7 +4,7 @@
 // (backends/cuda/runtime/shims/int*_plain_mm.h): hand-placed bits first,
 // then every code of a row packed and read back; and the shims' argument
 // checks, message by message. Their products are checked against PyTorch
-// on the GPU machine (bench/bench_shims.py).
+// on a GPU by tests/test_shim_reference.cc and bench/bench_shims.py.
 #include <cstring>
 #include <vector>
 

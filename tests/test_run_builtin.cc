@@ -8,7 +8,7 @@
 // overhead are printed ("[gpu]" lines); bench/bench_builtin checks them
 // against their goals.
 // In a build with LibTorch, the in-process tests skip (runner.h: one runtime
-// per process); scripts/gpu-check runs them in its build without LibTorch.
+// per process); the gpu preset's build, without LibTorch, runs them.
 #include <unistd.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The example bundle (examples/, compiled on an H200) on the GPU, through the
+// The example bundle (examples/, compiled for sm_90) on the GPU, through the
 // CLI as a user runs it: export, verify with its test cases, run each part
 // against eager PyTorch's outputs, refuse a wrong input; and a part whose
 // kernels do not fit this GPU refused before anything is loaded.

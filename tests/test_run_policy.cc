@@ -2,7 +2,7 @@
 // ResNet18, an ACT-shaped model, a 1-D conv U-Net step that draws noise, a
 // flow loop, a MoE router, masked copies, index_put, scatter, sort, nonzero,
 // .item(), int4 weight-only Linear, a dynamic-batch MLP, ...), compiled by
-// PyTorch on the GPU machine (make_packages.py, each way: ExecuTorch's
+// PyTorch on the GPU (make_packages.py, each way: ExecuTorch's
 // options, ATen GEMM/convolution allowed, no autotuning), each loaded by the
 // built-in runtime and run against eager PyTorch's outputs on the same GPU,
 // then shipped as a robot team ships it: exported by the CLI into a bundle

@@ -1,4 +1,4 @@
-// Samplers (issue 19): a program that draws its own noise never reproduces
+// Samplers: a program that draws its own noise never reproduces
 // its outputs, so its example gives inputs only (--example P=IN.npy:). The
 // test case then checks each output's dtype and shape against the signature
 // and that its values are finite, and verify says it compared no values.

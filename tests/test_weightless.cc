@@ -1,4 +1,4 @@
-// Programs without weights (issue 19): a masked copy, a scatter or an
+// Programs without weights: a masked copy, a scatter or an
 // index_put module has no constants, and AOTInductor packages it with an
 // empty *_weights.blob. Export refused it; now export, verify and inspect
 // take it, and a package whose wrapper declares constants still needs them.

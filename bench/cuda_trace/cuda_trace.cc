@@ -1,5 +1,5 @@
-// Where a process's GPU time and CUDA host time go, for the speed work on
-// GPU machines that have no Nsight Systems: a CUDA injection library
+// Where a process's GPU time and CUDA host time go, on GPU machines that
+// have no Nsight Systems: a CUDA injection library
 // (the driver loads it at the first CUDA call of any process that sets
 // CUDA_INJECTION64_PATH) that records through CUPTI every kernel, copy and
 // memset the GPU ran and every CUDA runtime and driver call the host made,

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "ptbundle/base/mapping_guard.h"
+#include "ptbundle/base/test_seams.h"
 
 namespace ptb {
 namespace {
@@ -193,12 +194,14 @@ Error changed_while_read(const std::string& path) {
                   "expected it to stay as it was until ptbundle has finished with it");
 }
 
+namespace {
+std::atomic<TestShrinkHook> shrink_hook{nullptr};
+}  // namespace
+
+void set_test_shrink_hook(TestShrinkHook hook) { shrink_hook.store(hook, std::memory_order_release); }
+
 void test_shrink_point(const std::string& path) {
-  const char* wanted = std::getenv("PTB_TEST_SHRINK_AFTER_MAP");
-  if (!wanted || !*wanted) return;
-  const std::string name = wanted;
-  if (path != name && !path.ends_with("/" + name)) return;
-  if (::truncate(path.c_str(), 0) != 0) return;
+  if (TestShrinkHook hook = shrink_hook.load(std::memory_order_acquire)) hook(path);
 }
 
 }  // namespace ptb

@@ -17,6 +17,7 @@
 
 #include "ptbundle/base/file.h"
 #include "ptbundle/base/interrupt.h"
+#include "ptbundle/base/test_seams.h"
 
 namespace ptb {
 namespace {
@@ -182,15 +183,14 @@ void unregister_temp_path(int slot) {
   slots[slot].state.store(kFree, std::memory_order_release);
 }
 
+namespace {
+std::atomic<TestKillHook> kill_hook{nullptr};
+}  // namespace
+
+void set_test_kill_hook(TestKillHook hook) { kill_hook.store(hook, std::memory_order_release); }
+
 void test_kill_point(const std::string& step) {
-  const char* wanted = std::getenv("PTB_TEST_KILL_AT");
-  if (!wanted || step != wanted) return;
-  // PTB_TEST_KILL_SIGNAL=INT or TERM: a user's Ctrl-C or a service stop instead.
-  const char* signal_name = std::getenv("PTB_TEST_KILL_SIGNAL");
-  int signal_number = SIGKILL;
-  if (signal_name && std::strcmp(signal_name, "INT") == 0) signal_number = SIGINT;
-  if (signal_name && std::strcmp(signal_name, "TERM") == 0) signal_number = SIGTERM;
-  ::raise(signal_number);
+  if (TestKillHook hook = kill_hook.load(std::memory_order_acquire)) hook(step);
 }
 
 }  // namespace ptb

@@ -1,7 +1,6 @@
 // AOTInductor's update_constants_from_blob (PyTorch 2.6 to 2.11) copies each
 // constant with a synchronous cudaMemcpy from the blob in pageable memory:
-// 6.6 GB/s on the H200 machine, a tenth of what the bus carries from pinned
-// memory. A library linked to libtorch binds cudaMemcpy to LibTorch's CUDA
+// about a tenth of what the bus carries from pinned memory. A library linked to libtorch binds cudaMemcpy to LibTorch's CUDA
 // runtime, which this runtime cannot replace (the built-in runtime exports
 // its own: builtin/memcpy_route.h). So while it loads the blob, the
 // library's cudaMemcpy import (a GOT slot) is pointed at a function that

@@ -330,7 +330,7 @@ class Driver final : public ModelBackend {
 
   // AOTInductor's blob: the library allocates its constants (one cudaMalloc)
   // and copies each out of the blob with a synchronous cudaMemcpy from
-  // pageable memory (6.6 GB/s on the H200 machine), which the runtime routes
+  // pageable memory (a fraction of the pinned rate), which the runtime routes
   // (DeviceOps::route_blob_copies). Where the GPU has room, the whole blob
   // first goes up in one staged copy (every staging thread busy from start to
   // end) into a scratch allocation, and each of the library's copies becomes

@@ -10,9 +10,12 @@
 #include <memory>
 #include <mutex>
 #include <cstdlib>
+#include <atomic>
 #include <cstring>
 #include <utility>
 #include <vector>
+
+#include "ptbundle/base/environment.h"
 
 
 namespace ptb::detail {
@@ -25,8 +28,7 @@ std::string errno_text() { return std::strerror(errno); }
 class PrivateFolder {
  public:
   static Result<PrivateFolder> create() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/ptbundle-run-XXXXXX";
+    std::string pattern = temporary_folder() + "/ptbundle-run-XXXXXX";
     if (!mkdtemp(pattern.data())) {
       return io_error(pattern.substr(0, pattern.size() - 6) + "*: cannot create a private folder: " + errno_text() +
                       " (set TMPDIR to a writable folder)");
@@ -84,8 +86,9 @@ Result<void*> open_fresh(PrivateFolder& folder, const std::string& file_name, By
     PTB_TRY(std::string path, folder.write(attempt ? std::to_string(attempt) + "-" + file_name : file_name, bytes));
     // RTLD_NOW: a missing symbol fails here, with its name, rather than at
     // the first call; RTLD_LOCAL: two parts' libraries export the same names.
-    // Not RTLD_DEEPBIND: a link_libtorch=False library opened with it crashed
-    // in its first std::regex on the H200 machine.
+    // Not RTLD_DEEPBIND: a link_libtorch=False library opened with it binds
+    // its own libstdc++'s locale functions to facet ids numbered by another
+    // copy, and crashes in its first std::regex.
     void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
       std::string why = ::dlerror();
@@ -101,7 +104,7 @@ Result<void*> open_fresh(PrivateFolder& folder, const std::string& file_name, By
   }
   return invalid(origin + ": cannot load the library: the loader returned a library already loaded from another "
                  "file " + std::to_string(kAttempts) + " times (reused file identities in " +
-                 (std::getenv("TMPDIR") ? std::string("$TMPDIR") : std::string("/tmp")) + ")");
+                 temporary_folder_name() + ")");
 }
 
 // The libraries this process has open, by the SHA-256 of their bytes: the
@@ -133,19 +136,21 @@ OpenLibraries& open_libraries() {
 //   - the ids that are not templates (ctype<char>::id, codecvt<...>::id) and
 //     the counter itself stay the library's own.
 // The second library's classic locale then files two facets under one index:
-// on the H200 machine its first std::regex (parse_device_str, inside
-// AOTInductorModelContainerCreateWithDevice) called codecvt<char16_t>::
-// do_unshift as if it were collate<char>::do_transform and crashed. This
+// its first std::regex (parse_device_str, inside
+// AOTInductorModelContainerCreateWithDevice) calls codecvt<char16_t>::
+// do_unshift as if it were collate<char>::do_transform and crashes. This
 // happens only where libstdc++.so.6 is not in the global scope (a program
-// that links libstdc++ statically, as the GPU machine's compiler builds
-// ptbundle); where it is, every such library binds its facet ids and locale
-// functions to libstdc++.so.6 and they agree. So the shared libstdc++ is made
-// global before the first library is opened; with none on the machine, a
-// second library with its own libstdc++ is refused instead of crashing.
-// PTB_TEST_NO_SHARED_LIBSTDCXX=1 acts as a machine without libstdc++.so.6.
+// that links libstdc++ statically); where it is, every such library binds its
+// facet ids and locale functions to libstdc++.so.6 and they agree. So the
+// shared libstdc++ is made global before the first library is opened; with
+// none on the machine, a second library with its own libstdc++ is refused
+// instead of crashing. A test acts as a machine without libstdc++.so.6
+// through LoadedLibrary::assume_no_shared_libstdcxx.
+std::atomic<bool> no_shared_libstdcxx_assumed{false};
+
 bool shared_libstdcxx_is_global() {
-  static const bool global = !std::getenv("PTB_TEST_NO_SHARED_LIBSTDCXX") &&
-                             ::dlopen("libstdc++.so.6", RTLD_NOW | RTLD_GLOBAL) != nullptr;
+  if (no_shared_libstdcxx_assumed.load(std::memory_order_acquire)) return false;
+  static const bool global = ::dlopen("libstdc++.so.6", RTLD_NOW | RTLD_GLOBAL) != nullptr;
   return global;
 }
 
@@ -159,6 +164,10 @@ bool carries_own_libstdcxx(void* handle) {
 }
 
 }  // namespace
+
+void LoadedLibrary::assume_no_shared_libstdcxx() {
+  no_shared_libstdcxx_assumed.store(true, std::memory_order_release);
+}
 
 Result<LoadedLibrary> LoadedLibrary::open(Bytes bytes, const std::string& digest, const std::string& file_name,
                                           const std::string& origin) {

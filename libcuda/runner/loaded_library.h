@@ -24,6 +24,10 @@ class LoadedLibrary {
 
   LoadedLibrary() = default;
 
+  // For tests: from now on, act as a machine without a shared
+  // libstdc++.so.6 (loaded_library.cc says what changes then).
+  static void assume_no_shared_libstdcxx();
+
   // nullptr when the library does not export `name`.
   void* symbol(const char* name) const;
   // What the loader added to the library's virtual addresses (l_addr).

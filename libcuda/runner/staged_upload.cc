@@ -1,10 +1,10 @@
 // Host-to-device copies through pinned staging buffers.
 //
 // A copy from pageable memory is staged by the driver through its own pinned
-// buffer, one piece at a time, the CPU copy and the DMA taking turns: 6.6 GB/s
-// on the H200 machine against 55 GB/s from pinned memory. Pinning the source
-// instead costs more than the copy (cudaHostAlloc pinned 1.1 GB/s there, and
-// registering a file mapping did not finish in 30 s). So a few threads each
+// buffer, one piece at a time, the CPU copy and the DMA taking turns: a
+// fraction of the rate from pinned memory. Pinning the source instead costs
+// more than the copy (pinning runs slower than the bus, and registering a
+// large file mapping takes longer still). So a few threads each
 // fill small pinned buffers of their own and queue the DMA on their own
 // stream: the memcpy of the next piece overlaps the transfer of the last, and
 // the threads together read the page cache faster than one can.

@@ -67,8 +67,8 @@ class Stager {
 };
 
 // What a load uses: up to 8 threads (half the CPUs, at least 2), each with
-// two 4 MiB buffers on huge pages (what was fastest on the H200 machine,
-// bench/bench_upload.cc).
+// two 4 MiB buffers on huge pages (bench/bench_upload.cc compares the
+// choices).
 StagingOptions default_staging_options();
 
 // The CPUs this process may use on the GPU's NUMA node; empty when unknown,

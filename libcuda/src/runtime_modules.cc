@@ -1,7 +1,7 @@
 // Both runtimes are shared objects loaded at run time rather than linked:
 //
-//   - LibTorch costs every subcommand when linked (0.43 s and 477 MB for
-//     `ptbundle --version` on the H200 machine), and must not be present at
+//   - LibTorch costs every subcommand when linked (about half a second and
+//     half a gigabyte for `ptbundle --version`), and must not be present at
 //     all for the built-in runtime to own the aoti_torch_* names;
 //   - a library built with link_libtorch=False finds its aoti_torch_* and
 //     cuda* imports only in the process's global scope. Exporting them from

@@ -32,8 +32,9 @@ Usage: make_packages.py OUT_DIR [--jobs N] [--report FILE] [--keep] [NAME ...]
   none: everything. --report writes, per package, the aoti_* functions its
   library imports and the shim calls its wrapper makes. --keep leaves a
   package OUT_DIR already holds (its .json says it compiled) as it is: a
-  compile longer than one device call finishes in the next, on the same
-  machine, with PTB_INDUCTOR_CACHE_ROOT naming a folder both calls see.
+  run that was stopped finishes in the next, with PTB_INDUCTOR_CACHE_ROOT
+  naming a folder both runs see (Inductor's caches, autotuning's timings
+  among them).
 """
 
 import argparse
@@ -349,8 +350,8 @@ def main():
     workers = args.jobs or max(1, min(len(jobs), (os.cpu_count() or 2) // 2))
     start = time.time()
     results = []
-    # Written as each package finishes: a compile cut short by the caller's
-    # time limit still leaves the report of those done.
+    # Written as each package finishes: a run that is stopped still leaves
+    # the report of those done.
     report = open(args.report, "w") if args.report else None
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where one policy part's time goes, eager PyTorch beside `ptbundle run`
-(for the speed work of issue 20): the GPU kernels of eager calls by
+(for speed work): the GPU kernels of eager calls by
 torch.profiler, and those of ptbundle's calls by Nsight Systems where it is
 installed. Prints two tables of total kernel time per kernel name.
 

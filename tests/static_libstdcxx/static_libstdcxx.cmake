@@ -37,4 +37,4 @@ target_compile_definitions(ptb_static_libstdcxx_tests PRIVATE
   PTB_LOCALE_USER_B="${PTB_LOCALE_USER_DIR}/locale_user_2.so")
 add_test(NAME ptb_static_libstdcxx_tests COMMAND ptb_static_libstdcxx_tests "--test-case-exclude=*refused*")
 add_test(NAME ptb_static_libstdcxx_refusal COMMAND ptb_static_libstdcxx_tests "--test-case=*refused*")
-set_tests_properties(ptb_static_libstdcxx_refusal PROPERTIES ENVIRONMENT PTB_TEST_NO_SHARED_LIBSTDCXX=1)
+set_tests_properties(ptb_static_libstdcxx_tests ptb_static_libstdcxx_refusal PROPERTIES LABELS unit)

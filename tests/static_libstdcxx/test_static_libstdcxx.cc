@@ -1,8 +1,8 @@
 // Two libraries that each carry their own static libstdc++, opened by a
-// program that links libstdc++ statically too (as the GPU machine's compiler
-// builds ptbundle): without a shared libstdc++ in the global scope, the
-// second library's locale table conflicted with the first's and its first
-// std::regex crashed (loaded_library.cc says how). This program is built
+// program that links libstdc++ statically too (as some toolchains build
+// ptbundle): without a shared libstdc++ in the global scope, the second
+// library's locale table conflicts with the first's and its first std::regex
+// crashes (loaded_library.cc says how). This program is built
 // with -static-libstdc++ so that libstdc++.so.6 is not already global.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
@@ -36,7 +36,8 @@ int device_index(const ptb::detail::LoadedLibrary& library, const char* device) 
 
 }  // namespace
 
-// Run without PTB_TEST_NO_SHARED_LIBSTDCXX (ctest: ptb_static_libstdcxx_tests).
+// Run on its own (ctest: ptb_static_libstdcxx_tests): the refusal case below
+// makes the loader act as a machine without libstdc++.so.6.
 TEST_CASE("libraries with their own static libstdc++ each run std::regex in one process") {
   // This program's own libstdc++ is static: nothing made libstdc++.so.6 global
   // before the loader did.
@@ -54,9 +55,10 @@ TEST_CASE("libraries with their own static libstdc++ each run std::regex in one 
   CHECK(device_index(second, "tpu:0") == -1);
 }
 
-// Run with PTB_TEST_NO_SHARED_LIBSTDCXX=1 (ctest: ptb_static_libstdcxx_refusal):
-// a machine with no libstdc++.so.6 to bind both copies to.
+// Run on its own (ctest: ptb_static_libstdcxx_refusal): a machine with no
+// libstdc++.so.6 to bind both copies to.
 TEST_CASE("without a shared libstdc++ a second library with its own is refused, not run") {
+  ptb::detail::LoadedLibrary::assume_no_shared_libstdcxx();
   ptb::detail::LoadedLibrary first = open_locale_user(PTB_LOCALE_USER_A);
   CHECK(device_index(first, "cuda:2") == 2);
   ptb::detail::LoadedLibrary again = open_locale_user(PTB_LOCALE_USER_A);  // the same bytes: one dlopen

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "ptbundle/base/environment.h"
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/formats/pt2.h"
 #include "formats/pt2_layout.h"
@@ -150,8 +151,7 @@ Result<std::string> Pt2Package::sha256_entry(std::string_view name, uint64_t max
 }
 
 Result<MappedFile> Pt2Package::extract_entry_mapped(std::string_view name, uint64_t max_bytes) const {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string folder = tmp && *tmp ? tmp : "/tmp";
+  const std::string folder = temporary_folder();
   int fd = ::open(folder.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) return io_error(folder + ": cannot create a temporary file to inflate " + entry_context(path_, name) + ": " + std::strerror(errno));
   auto closer = [&] { ::close(fd); };

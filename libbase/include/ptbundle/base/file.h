@@ -160,10 +160,10 @@ class BundleDir {
 int register_temp_path(const std::string& path, bool folder = false);
 void unregister_temp_path(int slot);
 
-// Test-only: when the environment variable PTB_TEST_KILL_AT equals `step`,
-// the process kills itself with SIGKILL right here, as a power cut would
-// (PTB_TEST_KILL_SIGNAL=INT or TERM sends that signal instead).
-// Writers call it before each rename of a transaction (tests/test_hostile.cc).
+// A point where a test may stop the process, as a power cut or a signal
+// would: writers call it before each rename of a transaction. It does
+// nothing unless a test program installed a hook (base/test_seams.h); the
+// shipped binaries install none.
 void test_kill_point(const std::string& step);
 
 // Writes a whole small file atomically.

@@ -30,9 +30,9 @@ void forget_changed_mapped_files();
 // "<path>: changed while being read ...; expected ...", an I/O error.
 Error changed_while_read(const std::string& path);
 
-// Test-only: when PTB_TEST_SHRINK_AFTER_MAP names the file at `path` (its
-// whole path, or its last component), the file is truncated to nothing right
-// after it is mapped, as `cp new old` does before it writes.
+// A point right after a file is mapped where a test may change the file, as
+// `cp new old` does to a file being read. It does nothing unless a test
+// program installed a hook (base/test_seams.h); the shipped binaries install none.
 void test_shrink_point(const std::string& path);
 
 }  // namespace ptb
