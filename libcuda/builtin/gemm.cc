@@ -10,33 +10,16 @@
 // stride 1 is copied to a contiguous scratch tensor first. Each shape's
 // descriptors are made once and cached for the process, with cuBLASLt's
 // heuristic candidates; the first call outside a graph capture times them on
-// the real operands and keeps the fastest (the heuristics' first pick ran a
-// 16x256x256 float32 product, an MLP head's, in 29 us on an H100, where
-// cuBLAS's small-n kernel takes 3). Each stream gets one workspace. The
-// heuristics offer split-k candidates themselves where the output has few
-// tiles: for a Linear's 512x1024 output over k = 1024, 2, 3 and 8 slices,
-// 33.7 to 39.7 us on an H100 (2026-12-07), none faster than the unsplit
-// candidate's 33.7 or eager's cuBLAS. So no split-k copies are made here.
-//
-// A large float32 product may instead run on TF32 tensor cores with
-// float32's accuracy (3xTF32: each operand split into a TF32 value and its
-// remainder, tf32_split.h, and one product over k' = 3k), where
-// PTB_FP32_GEMM=3xtf32 asks for it. The first call times both ways and
-// compares their results; the split way serves only where it is faster by
-// a clear margin and agrees within 1e-5 of the largest value (it drops the
-// small*small term, 2^-22 of each product). It is not the default because it
-// lost every shape measured on the H200 and the H100: 36.1 us against the
-// float32 kernels' 33.6 us for 512x1024x1024 on the H200, 119.5 against
-// 95.8 us for a ResNet convolution's 3136x256x2304. The k' = 3k product
-// alone took 19.4 us of the 512x1024x1024 split way's 38.2 on the H100; the
-// split pass took the rest. Each trial costs the first call.
+// the real operands and keeps the fastest, since the heuristics' first pick
+// is often not the fastest for small shapes. Each stream gets one workspace.
+// The heuristics offer split-k candidates themselves where the output has
+// few tiles, so the search covers split-k too.
+
 #include <cublasLt.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,7 +32,6 @@
 #include "kernels.h"
 #include "route_check.h"
 #include "shim_support.h"
-#include "tf32_split.h"
 #include "ptbundle/base/text.h"
 
 namespace ptb::builtin {
@@ -57,9 +39,6 @@ namespace {
 
 constexpr size_t kWorkspaceBytes = 32ull << 20;  // what cuBLAS asks for on Hopper
 constexpr int kCandidates = 16;                   // heuristic results timed per shape
-// The split operands of every shape and stream together: beyond this, a new
-// shape keeps the float32 kernels rather than take more of the GPU's memory.
-constexpr uint64_t kSplitBytesLimit = 512ull << 20;
 
 // One operand as cuBLASLt stores it: column-major rows x cols with leading
 // dimension ld, and whether the product reads it transposed.
@@ -119,12 +98,11 @@ struct PlanKey {
   bool transa, transb;
   cublasLtEpilogue_t epilogue;
   unsigned align_a, align_b, align_c, align_bias;
-  bool tf32 = false;  // float32 operands on TF32 tensor cores (a split product's)
   bool operator<(const PlanKey& o) const {
     return std::tie(device, dtype, cd_dtype, m, n, k, batch, lda, ldb, ldc, stride_a, stride_b, stride_c, transa,
-                    transb, epilogue, align_a, align_b, align_c, align_bias, tf32) <
+                    transb, epilogue, align_a, align_b, align_c, align_bias) <
            std::tie(o.device, o.dtype, o.cd_dtype, o.m, o.n, o.k, o.batch, o.lda, o.ldb, o.ldc, o.stride_a, o.stride_b,
-                    o.stride_c, o.transa, o.transb, o.epilogue, o.align_a, o.align_b, o.align_c, o.align_bias, o.tf32);
+                    o.stride_c, o.transa, o.transb, o.epilogue, o.align_a, o.align_b, o.align_c, o.align_bias);
   }
 };
 
@@ -135,12 +113,6 @@ struct Plan {
   cublasLtMatmulAlgo_t algo{};  // what calls run: the heuristics' first, then the search's
   std::vector<cublasLtMatmulHeuristicResult_t> candidates;
   bool searched = false;
-  // A float32 product's split way, when its search chose it: the k' = 3k
-  // TF32 plan (one per shape, shared by the float32 plans that lead to it).
-  Plan* split = nullptr;
-  // On a split plan: each stream's split operands, made at its first call
-  // outside a capture and kept, since a captured graph keeps their address.
-  std::map<cudaStream_t, void*> operands_by_stream;
   std::mutex use;  // the bias pointer is an attribute of desc; the search sets algo
   ~Plan() {
     if (!lt) return;
@@ -158,7 +130,6 @@ struct Workspace {
 
 struct GemmState {
   std::mutex mutex;
-  uint64_t split_bytes = 0;  // held by every split plan's operands
   std::map<int, cublasLtHandle_t> handles;
   std::map<PlanKey, std::unique_ptr<Plan>> plans;
   std::map<std::pair<int, cudaStream_t>, Workspace> workspaces;
@@ -239,9 +210,7 @@ Result<Plan*> plan_for(const CublasLt& lt, cublasLtHandle_t handle, const PlanKe
   plan->lt = &lt;
   const cudaDataType_t type = data_type(key.dtype), cd_type = data_type(key.cd_dtype);
   const bool doubles = key.cd_dtype == ScalarType::Double;
-  const cublasComputeType_t compute = doubles    ? CUBLAS_COMPUTE_64F
-                                      : key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                 : CUBLAS_COMPUTE_32F;
+  const cublasComputeType_t compute = doubles ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
   cublasStatus_t status = lt.desc_create(&plan->desc, compute, doubles ? CUDA_R_64F : CUDA_R_32F);
   if (status != CUBLAS_STATUS_SUCCESS) return invalid(lt_error(lt, status));
   const cublasOperation_t transa = key.transa ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -341,192 +310,6 @@ void search(Plan& plan, cublasLtHandle_t handle, const Product& p, const void* a
   }
 }
 
-bool split_allowed() {
-  static const bool allowed = [] {
-    const char* choice = std::getenv("PTB_FP32_GEMM");
-    return choice && std::strcmp(choice, "3xtf32") == 0;
-  }();
-  return allowed;
-}
-
-// Whether a product may take the split way: float32 in and out, one
-// matrix, and large enough that tensor cores can pay for the split (its
-// cost grows with (m + n) k, the product's with m n k).
-bool split_candidate(const Product& p) {
-  if (!split_allowed() || p.dtype != ScalarType::Float || p.cd_dtype != ScalarType::Float || p.batch != 1) return false;
-  return p.m >= 64 && p.n >= 64 && p.k >= 128 && static_cast<double>(p.m) * p.n * p.k >= static_cast<double>(1 << 26);
-}
-
-// Where p's split operands lie (tf32_split.h).
-SplitLayout layout_of(const Product& p) { return split_layout(p.m, p.n, p.k, p.a.transpose, p.b.transpose); }
-
-Stored stored(const SplitOperand& s, const void* data) { return Stored{data, s.rows, s.cols, s.ld, s.transpose, 0}; }
-
-uint64_t split_bytes(const Product& p) { return layout_of(p).bytes; }
-
-// The k' = 3k product over split operands at `operands`: op(A') = [big,
-// small, big] by rows, op(B') = [big; big; small] by columns.
-Product split_product(const Product& p, void* operands) {
-  const SplitLayout layout = layout_of(p);
-  Product q = p;
-  q.k = 3 * p.k;
-  q.a = stored(layout.a, operands);
-  q.b = stored(layout.b, static_cast<float*>(operands) + layout.b_offset);
-  return q;
-}
-
-PlanKey split_key(const PlanKey& key, const Product& p) {
-  const SplitLayout layout = layout_of(p);
-  PlanKey q = key;
-  q.k = 3 * p.k;
-  q.lda = layout.a.ld;
-  q.ldb = layout.b.ld;
-  q.stride_a = q.stride_b = 0;
-  q.transa = layout.a.transpose;
-  q.transb = layout.b.transpose;
-  q.align_a = q.align_b = 16;
-  q.tf32 = true;
-  return q;
-}
-
-// Writes q's operands from p's: op(a)'s element (i, j) and op(b)'s (j, c)
-// read through their column-major storage.
-cudaError_t split_operands(const Product& p, const Product& q, cudaStream_t stream) {
-  const SplitLayout layout = layout_of(p);
-  const bool a_t = p.a.transpose, b_t = p.b.transpose;
-  cudaError_t code = kernels::tf32_split(static_cast<const float*>(p.a.data), p.m, p.k, a_t ? p.a.ld : 1,
-                                         a_t ? 1 : p.a.ld, static_cast<float*>(const_cast<void*>(q.a.data)),
-                                         layout.a.outer_stride, layout.a.k_stride, false, stream);
-  if (code != cudaSuccess) return code;
-  return kernels::tf32_split(static_cast<const float*>(p.b.data), p.n, p.k, b_t ? 1 : p.b.ld, b_t ? p.b.ld : 1,
-                             static_cast<float*>(const_cast<void*>(q.b.data)), layout.b.outer_stride,
-                             layout.b.k_stride, true, stream);
-}
-
-// Device memory for split operands within kSplitBytesLimit; nullptr when
-// over it or when the GPU has none.
-void* take_split_memory(uint64_t bytes) {
-  GemmState& s = state();
-  {
-    std::lock_guard lock(s.mutex);
-    if (s.split_bytes + bytes > kSplitBytesLimit) return nullptr;
-    s.split_bytes += bytes;
-  }
-  void* memory = nullptr;
-  if (cudaMalloc(&memory, bytes) == cudaSuccess) return memory;
-  cudaGetLastError();
-  std::lock_guard lock(s.mutex);
-  s.split_bytes -= bytes;
-  return nullptr;
-}
-
-void give_split_memory(void* memory, uint64_t bytes) {
-  cudaFree(memory);
-  GemmState& s = state();
-  std::lock_guard lock(s.mutex);
-  s.split_bytes -= bytes;
-}
-
-// A float32 D of p's shape and leading dimension at `d` on GPU `device`,
-// as the tensor route_check.h's compare reads: [n, m] with row stride ldd.
-Tensor product_view(void* d, const Product& p, int device) {
-  Tensor view;
-  view.storage = std::make_shared<Storage>();
-  view.storage->data = d;
-  view.storage->nbytes = static_cast<uint64_t>((p.n - 1) * p.ldd + p.m) * sizeof(float);
-  view.storage->device_type = kDeviceCuda;
-  view.storage->device_index = device;
-  view.sizes = {p.n, p.m};
-  view.strides = {p.ldd, 1};
-  return view;
-}
-
-// Whether p's split way beats its float32 plan by a clear margin and gives
-// its result: both are timed on the real operands into scratch outputs (p.d
-// stays as the call will read it) and compared element by element. The
-// split plan, with this stream's operands kept, when it wins.
-Plan* choose_split(const CublasLt& lt, Plan& plan, cublasLtHandle_t handle, const Product& p, const PlanKey& key,
-                   const void* alpha, const void* beta, const Workspace& work, cudaStream_t stream) {
-  const uint64_t bytes = split_bytes(p);
-  void* operands = take_split_memory(bytes);
-  if (!operands) return nullptr;
-  const Product q = split_product(p, operands);
-  auto found = plan_for(lt, handle, split_key(key, p), work.bytes);
-  if (!found) {
-    give_split_memory(operands, bytes);
-    return nullptr;
-  }
-  Plan& split = **found;
-  std::lock_guard lock(split.use);
-  const uint64_t span = static_cast<uint64_t>((p.n - 1) * p.ldd + p.m);
-  void *reference = nullptr, *candidate = nullptr;
-  bool ok = cudaMallocAsync(&reference, span * sizeof(float), stream) == cudaSuccess &&
-            cudaMallocAsync(&candidate, span * sizeof(float), stream) == cudaSuccess &&
-            split_operands(p, q, stream) == cudaSuccess &&
-            (!p.bias || set_desc(lt, split.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias).ok());
-  if (ok && !split.searched) search(split, handle, q, alpha, beta, work, stream);
-  const size_t work_bytes = work.data ? work.bytes : 0;
-  auto run_float32 = [&] {
-    return lt.matmul(handle, plan.desc, alpha, p.a.data, plan.a, p.b.data, plan.b, beta, p.d, plan.c, reference,
-                     plan.c, &plan.algo, work.data, work_bytes, stream) == CUBLAS_STATUS_SUCCESS;
-  };
-  auto run_split = [&] {
-    return split_operands(p, q, stream) == cudaSuccess &&
-           lt.matmul(handle, split.desc, alpha, q.a.data, split.a, q.b.data, split.b, beta, p.d, split.c, candidate,
-                     split.c, &split.algo, work.data, work_bytes, stream) == CUBLAS_STATUS_SUCCESS;
-  };
-  float float32_ms = -1, split_ms = -1;
-  if (ok) float32_ms = mean_ms(stream, Timing::gpu, [&] { ok = run_float32() && ok; });
-  if (ok) split_ms = mean_ms(stream, Timing::gpu, [&] { ok = run_split() && ok; });
-  const bool faster = ok && float32_ms > 0 && split_ms > 0 && split_ms < 0.9f * float32_ms;
-  std::optional<Agreement> agreement;
-  if (faster) agreement = compare(product_view(candidate, p, key.device), product_view(reference, p, key.device));
-  const bool agrees = agreement && agreement->within(1e-5);
-  if (reference) cudaFreeAsync(reference, stream);
-  if (candidate) cudaFreeAsync(candidate, stream);
-  cudaGetLastError();
-  if (tracing() || (faster && !agrees)) {
-    char verdict[160] = "not faster";
-    if (faster) {
-      std::snprintf(verdict, sizeof verdict, "max difference %g of %g: %s", agreement ? agreement->difference : -1.0,
-                    agreement ? agreement->largest : -1.0, agrees ? "taken" : "disagrees, the float32 kernels serve it");
-    }
-    std::fprintf(stderr, "ptbundle aoti runtime: float32 gemm %lldx%lldx%lld: 3xTF32 %.4f ms against %.4f ms, %s\n",
-                 static_cast<long long>(p.m), static_cast<long long>(p.n), static_cast<long long>(p.k), split_ms,
-                 float32_ms, verdict);
-  }
-  if (!agrees || split.operands_by_stream.count(stream)) {
-    give_split_memory(operands, bytes);
-    return agrees ? &split : nullptr;
-  }
-  split.operands_by_stream[stream] = operands;
-  return &split;
-}
-
-// p on its split plan; nullopt where this stream has no split operands and
-// cannot have them now (in a capture, or over the limit): the float32 plan
-// serves that call.
-std::optional<Status> run_split(const CublasLt& lt, Plan& split, cublasLtHandle_t handle, const Product& p,
-                                const void* alpha, const void* beta, const Workspace& work, cudaStream_t stream) {
-  std::lock_guard lock(split.use);
-  void* operands = nullptr;
-  if (auto found = split.operands_by_stream.find(stream); found != split.operands_by_stream.end()) {
-    operands = found->second;
-  } else {
-    if (capturing(stream)) return std::nullopt;
-    operands = take_split_memory(split_bytes(p));
-    if (!operands) return std::nullopt;
-    split.operands_by_stream[stream] = operands;
-  }
-  const Product q = split_product(p, operands);
-  if (cudaError_t code = split_operands(p, q, stream); code != cudaSuccess) return invalid(cudaGetErrorString(code));
-  if (p.bias) PTB_CHECK(set_desc(lt, split.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias));
-  cublasStatus_t status = lt.matmul(handle, split.desc, alpha, q.a.data, split.a, q.b.data, split.b, beta, p.d, split.c,
-                                    p.d, split.c, &split.algo, work.data, work.data ? work.bytes : 0, stream);
-  if (status != CUBLAS_STATUS_SUCCESS) return invalid(lt_error(lt, status));
-  return Status{};
-}
-
 Status run_product(const Product& p, int device, cudaStream_t stream) {
   const CublasLt* lt = cublas_lt();
   if (!lt) return invalid("cuBLAS cannot be opened: " + why_cublas());
@@ -542,13 +325,7 @@ Status run_product(const Product& p, int device, cudaStream_t stream) {
   const float alpha32 = static_cast<float>(p.alpha), beta32 = static_cast<float>(p.beta);
   const void* alpha = p.cd_dtype == ScalarType::Double ? static_cast<const void*>(&p.alpha) : &alpha32;
   const void* beta = p.cd_dtype == ScalarType::Double ? static_cast<const void*>(&p.beta) : &beta32;
-  if (!plan->searched && !capturing(stream)) {
-    search(*plan, handle, p, alpha, beta, work, stream);
-    if (split_candidate(p)) plan->split = choose_split(*lt, *plan, handle, p, key, alpha, beta, work, stream);
-  }
-  if (plan->split) {
-    if (std::optional<Status> done = run_split(*lt, *plan->split, handle, p, alpha, beta, work, stream)) return *done;
-  }
+  if (!plan->searched && !capturing(stream)) search(*plan, handle, p, alpha, beta, work, stream);
   cublasStatus_t status = lt->matmul(handle, plan->desc, alpha, p.a.data, plan->a, p.b.data, plan->b, beta, p.d,
                                      plan->c, p.d, plan->c, &plan->algo, work.data, work.data ? work.bytes : 0, stream);
   if (status != CUBLAS_STATUS_SUCCESS) return invalid(lt_error(*lt, status));

@@ -26,14 +26,6 @@ struct View {
 // anything to bool tests for nonzero). Both on the GPU.
 cudaError_t strided_copy(const View& dst, const View& src, int64_t numel, cudaStream_t stream);
 
-// One operand of a 3xTF32 product (tf32_split.h): each x of the logical
-// [outer, k] matrix at x[o * outer_stride + j * k_stride] is split into big
-// and small, and part p (0, 1, 2) written at y[o * y_outer_stride + (p * k +
-// j) * y_k_stride]: [big, small, big] along k', or [big, big, small] with
-// `small_last` (B's columns).
-cudaError_t tf32_split(const float* x, int64_t outer, int64_t k, int64_t outer_stride, int64_t k_stride, float* y,
-                       int64_t y_outer_stride, int64_t y_k_stride, bool small_last, cudaStream_t stream);
-
 // Keeps `stream` busy for about `nanoseconds`: work queued behind it while
 // it waits then runs back to back, so timing that work measures the GPU.
 cudaError_t hold(cudaStream_t stream, uint32_t nanoseconds);
