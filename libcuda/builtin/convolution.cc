@@ -30,6 +30,7 @@
 #include "gemm.h"
 #include "im2col.h"
 #include "route_check.h"
+#include "settings.h"
 #include "shim_support.h"
 
 namespace ptb::builtin {
@@ -165,14 +166,8 @@ void* workspace(int device, cudaStream_t stream, size_t bytes) {
   return data;
 }
 
-// PTB_CUDNN_GRAPH=0: the legacy algorithms only, to compare against.
-bool graph_enabled() {
-  static const bool on = [] {
-    const char* value = std::getenv("PTB_CUDNN_GRAPH");
-    return !(value && std::string(value) == "0");
-  }();
-  return on;
-}
+// PTBUNDLE_CUDNN_GRAPH=0: the legacy algorithms only, to compare against.
+bool graph_enabled() { return settings().cudnn_graph; }
 
 std::string ints_text(const std::vector<int>& v) {
   std::string text;

@@ -3,11 +3,11 @@
 #include <dlfcn.h>
 #include <link.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 
 #include "ptbundle/kernels/aoti_shims.h"
+#include "settings.h"
 
 namespace ptb::builtin {
 namespace {
@@ -21,10 +21,10 @@ struct Opened {
 };
 
 // The folders looked in after the loader's own search.
-std::vector<std::string> toolkit_folders(const char* override_variable) {
+std::vector<std::string> toolkit_folders(const std::string& override_dir) {
   std::vector<std::string> folders;
-  if (const char* dir = std::getenv(override_variable); dir && *dir) folders.emplace_back(dir);
-  if (const char* home = std::getenv("CUDA_HOME"); home && *home) folders.push_back(std::string(home) + "/lib64");
+  if (!override_dir.empty()) folders.push_back(override_dir);
+  if (const std::string& home = settings().cuda_home; !home.empty()) folders.push_back(home + "/lib64");
   folders.emplace_back("/usr/local/cuda/lib64");
   folders.emplace_back("/usr/local/cuda/targets/x86_64-linux/lib");
   return folders;
@@ -32,12 +32,13 @@ std::vector<std::string> toolkit_folders(const char* override_variable) {
 
 // RTLD_LOCAL: their own exports stay theirs; RTLD_NOW: a broken install
 // fails here, not at the first call.
-Opened open_library(const char* file, const char* override_variable) {
+// `override_dir`: the folder `override_variable` names (settings.h).
+Opened open_library(const char* file, const char* override_variable, const std::string& override_dir) {
   Opened opened;
-  const std::vector<std::string> folders = toolkit_folders(override_variable);
+  const std::vector<std::string> folders = toolkit_folders(override_dir);
   std::string tried;
   // An explicit folder wins over the loader's search.
-  bool explicit_first = std::getenv(override_variable) && *std::getenv(override_variable);
+  const bool explicit_first = !override_dir.empty();
   auto try_path = [&](const std::string& path) {
     void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle) {
@@ -89,7 +90,7 @@ std::mutex open_mutex;
 LoadedCublas& cublas_state() {
   static LoadedCublas state = [] {
     LoadedCublas loaded;
-    loaded.library = open_library("libcublasLt.so.13", "PTBUNDLE_CUBLAS_DIR");
+    loaded.library = open_library("libcublasLt.so.13", "PTBUNDLE_CUBLAS_DIR", settings().cublas_dir);
     if (!loaded.library.handle) return loaded;
     void* h = loaded.library.handle;
     CublasLt& a = loaded.api;
@@ -122,7 +123,7 @@ LoadedCublas& cublas_state() {
 LoadedCudnn& cudnn_state() {
   static LoadedCudnn state = [] {
     LoadedCudnn loaded;
-    loaded.library = open_library("libcudnn.so.9", "PTBUNDLE_CUDNN_DIR");
+    loaded.library = open_library("libcudnn.so.9", "PTBUNDLE_CUDNN_DIR", settings().cudnn_dir);
     if (!loaded.library.handle) return loaded;
     void* h = loaded.library.handle;
     Cudnn& a = loaded.api;

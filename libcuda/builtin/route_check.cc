@@ -1,5 +1,6 @@
 // Reading two results back to compare them (route_check.h).
 #include "route_check.h"
+#include "settings.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -46,9 +47,6 @@ bool capturing(cudaStream_t stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
-bool tracing() {
-  static const bool on = std::getenv("PTB_TRACE_CUDNN") != nullptr;
-  return on;
-}
+bool tracing() { return settings().trace_shims; }
 
 }  // namespace ptb::builtin

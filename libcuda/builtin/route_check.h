@@ -80,7 +80,7 @@ struct RouteChoices {
 // Whether `stream` is capturing a CUDA graph: no search may run then.
 bool capturing(cudaStream_t stream);
 
-// PTB_TRACE_CUDNN=1: each search's candidates and each choice of way on
+// PTBUNDLE_TRACE_SHIMS (settings.h): each search's candidates and each choice of way on
 // stderr, for the speed work (there is no profiler on every GPU machine).
 bool tracing();
 
