@@ -1,6 +1,6 @@
 // The built-in AOTInductor runtime's shims and tensor type, called directly
 // on host tensors (no GPU needed), and the shim table kept equal to the
-// module's exports and to the declarations in libcuda/builtin/shims.h.
+// module's exports and to the declarations in libruntime/shims/shims.h.
 #include <dlfcn.h>
 
 #include <cstring>
@@ -12,8 +12,8 @@
 #include "support.h"
 
 #if defined(PTB_TEST_SHIM_CORE)
-#include "shims.h"
-#include "tensor.h"
+#include "shims/shims.h"
+#include "engines/tensor.h"
 #endif
 
 using namespace ptb;
@@ -296,7 +296,7 @@ TEST_CASE("built-in runtime shims: the module exports exactly the listed shims, 
 }
 
 #if defined(PTB_TEST_SHIM_CORE)
-#include "route_check.h"
+#include "engines/route_check.h"
 
 namespace {
 

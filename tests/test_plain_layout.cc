@@ -1,4 +1,4 @@
-// ExecuTorch's plain int4/5/6/8 weight layouts (libcuda/builtin/
+// ExecuTorch's plain int4/5/6/8 weight layouts (libruntime/kernels/
 // plain_layout.h), read as plain_mm.cu's kernels read them (8 at a time),
 // against bytes laid out here from the layouts' descriptions in ExecuTorch's headers
 // (backends/cuda/runtime/shims/int*_plain_mm.h): hand-placed bits first,
@@ -11,10 +11,10 @@
 #include "support.h"
 
 #if defined(PTB_TEST_SHIM_CORE)
-#include "plain_layout.h"
-#include "plain_mm.h"
-#include "shims.h"
-#include "tensor.h"
+#include "kernels/plain_layout.h"
+#include "engines/plain_mm.h"
+#include "shims/shims.h"
+#include "engines/tensor.h"
 
 using namespace ptb;
 using namespace ptb::builtin;

@@ -1,0 +1,337 @@
+// Weight-only int4 matrix product: _weight_int4pack_mm, what torchao's
+// int4 weight-only Linear compiles to. The weights are in the layout
+// _convert_weight_to_int4pack gives them for the tensor cores (tinygemm's):
+// [n/8, k/(tiles*16), 32, tiles/2] int32, eight 4-bit values a word. Word
+// (nb, outer, lane, pair) holds the weights of column nb*8 + lane/4 at
+// k = (outer*tiles + 2*pair + second)*16 + (lane%4 + 4*high)*2 + parity, the
+// nibble at bit parity*16 + (second*2 + high)*4. Dequantized as ATen does:
+// w = (q - 8) * scale + zero, per group of k; accumulated in float32.
+//
+// Two ways, chosen per shape (route_check.h): directly, where a block owns
+// 8 columns (one n-block) and up to kRows rows of x, so each packed word is
+// read once per row tile instead of once per output (lane l of a warp reads
+// the words lane l of the layout holds, which are all its own column's, in
+// one load per tile; the block's warps split k by outer tile, and their
+// partial sums meet in shared memory at the end); or, for more rows, the
+// weights dequantized into a bfloat16 [n, k] matrix and one cuBLASLt GEMM
+// on the tensor cores, as tinygemm multiplies bfloat16 weights. The first
+// call of a shape runs both, and the GEMM serves only when it is faster and
+// agrees.
+#include <cuda_bf16.h>
+
+#include <cstdio>
+#include <tuple>
+
+#include "engines/int4.h"
+#include "kernels/int4_layout.h"
+#include "engines/route_check.h"
+#include "engines/weight_only.h"
+
+using namespace ptb;
+using namespace ptb::builtin;
+
+namespace {
+
+constexpr int kWarps = 8;
+
+struct Int4Mm {
+  const __nv_bfloat16* x = nullptr;
+  int64_t x_row = 0, x_col = 1;  // strides in elements
+  const int32_t* weights = nullptr;
+  int64_t k_super = 0;            // weights.size(1)
+  int inner_tiles = 0;            // 2 * weights.size(3)
+  const __nv_bfloat16* scales = nullptr;  // [k/group, n, 2], strides below
+  int64_t scale_strides[3] = {};
+  int64_t m = 0, n = 0, k = 0, group = 0;
+  int group_shift = 0;            // group = 1 << group_shift
+  __nv_bfloat16* out = nullptr;   // [m, n], contiguous
+};
+
+// A lane's words of one outer tile: `pairs` consecutive int32 (4, 8 or 16
+// bytes), in one load where the layout's base is aligned for it.
+template <int kPairs>
+__device__ inline void load_words(const int32_t* at, bool vector, uint32_t words[kPairs]) {
+  if constexpr (kPairs == 4) {
+    if (vector) {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(at));
+      words[0] = v.x, words[1] = v.y, words[2] = v.z, words[3] = v.w;
+      return;
+    }
+  } else if constexpr (kPairs == 2) {
+    if (vector) {
+      const uint2 v = __ldg(reinterpret_cast<const uint2*>(at));
+      words[0] = v.x, words[1] = v.y;
+      return;
+    }
+  }
+#pragma unroll
+  for (int pair = 0; pair < kPairs; ++pair) words[pair] = static_cast<uint32_t>(__ldg(at + pair));
+}
+
+// x[row][k] and x[row][k + 1] (k even) as floats.
+__device__ inline float2 x_pair(const Int4Mm& p, int64_t row, int64_t k, bool x_pairs) {
+  const __nv_bfloat16* at = p.x + row * p.x_row + k * p.x_col;
+  if (x_pairs) return __bfloat1622float2(__ldg(reinterpret_cast<const __nv_bfloat162*>(at)));
+  return make_float2(__bfloat162float(at[0]), __bfloat162float(at[p.x_col]));
+}
+
+// Block (nb, row tile): columns nb*8 .. nb*8 + 7 over kRows rows. Warp w
+// takes the outer tiles w, w + kWarps, ...; lane l holds the words lane l of
+// each tile has (column nb*8 + l/4, 4 pairs of neighbouring k per word),
+// loading the next tile's words before it multiplies this one's. Each warp
+// copies the tile's x (kRows rows of kPairs * 32 values) into its own
+// shared memory first, every lane's loads in flight at once: read where it
+// lies, x would cost one latency per load, 128 in a row for 16 rows. Groups
+// are 32 to 256 weights, powers of
+// two, so a pair of 16-wide tiles has one scale and zero, found by a shift.
+template <int kRows, int kPairs>
+__global__ void __launch_bounds__(kWarps * 32) int4_mm(Int4Mm p, bool vector_words, bool x_pairs) {
+  constexpr int kTiles = 2 * kPairs, kTileK = kTiles * 16;
+  __shared__ __align__(16) float staged[kWarps * kRows * kTileK];
+  __shared__ float partial[kWarps * kRows * 8];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t nb = blockIdx.x;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kRows;
+  const int rows = static_cast<int>(p.m - m0 < kRows ? p.m - m0 : kRows);
+  const int64_t column = nb * 8 + lane / 4;
+  const int32_t* words_at = p.weights + (nb * p.k_super * 32 + lane) * kPairs;  // + outer * 32 * kPairs
+  const __nv_bfloat16* scales_at = p.scales + column * p.scale_strides[1];
+  const int lane_k = (lane % 4) * 2;
+  float* xs = staged + warp * kRows * kTileK;  // [kRows][kTileK], this warp's
+  float acc[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = 0;
+  uint32_t next[kPairs];
+  if (warp < p.k_super) load_words<kPairs>(words_at + warp * 32 * kPairs, vector_words, next);
+  for (int64_t outer = warp; outer < p.k_super; outer += kWarps) {
+    uint32_t words[kPairs];
+#pragma unroll
+    for (int pair = 0; pair < kPairs; ++pair) words[pair] = next[pair];
+    if (outer + kWarps < p.k_super) load_words<kPairs>(words_at + (outer + kWarps) * 32 * kPairs, vector_words, next);
+    __syncwarp();  // the last tile's reads of xs are done
+#pragma unroll
+    for (int i = lane; i < kRows * kTileK / 2; i += 32) {
+      const int r = i / (kTileK / 2), c = (i % (kTileK / 2)) * 2;
+      const float2 x = r < rows ? x_pair(p, m0 + r, outer * kTileK + c, x_pairs) : make_float2(0.f, 0.f);
+      *reinterpret_cast<float2*>(xs + r * kTileK + c) = x;
+    }
+    __syncwarp();
+#pragma unroll
+    for (int pair = 0; pair < kPairs; ++pair) {
+      const int64_t k_pair = (outer * kTiles + 2 * pair) * 16;  // the pair of tiles' first k
+      const int local_pair = pair * 32;
+      const __nv_bfloat16* sz = scales_at + (k_pair >> p.group_shift) * p.scale_strides[0];
+      const float scale = __bfloat162float(sz[0]);
+      const float offset = __bfloat162float(sz[p.scale_strides[2]]) - 8.f * scale;
+#pragma unroll
+      for (int slot = 0; slot < 4; ++slot) {  // (second tile, high half): the nibble at bit slot * 4
+        const int shift = slot * 4;
+        const float w0 = static_cast<float>((words[pair] >> shift) & 0xfu) * scale + offset;
+        const float w1 = static_cast<float>((words[pair] >> (16 + shift)) & 0xfu) * scale + offset;
+        const int k = local_pair + (slot / 2) * 16 + (slot % 2) * 8 + lane_k;
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          const float2 x = *reinterpret_cast<const float2*>(xs + r * kTileK + k);
+          acc[r] = fmaf(x.x, w0, acc[r]);
+          acc[r] = fmaf(x.y, w1, acc[r]);
+        }
+      }
+    }
+  }
+  // The four lanes of a column hold its k in quarters; then the warps'
+  // shares meet in shared memory.
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], 1);
+    acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], 2);
+  }
+  if (lane % 4 == 0) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) partial[(warp * kRows + r) * 8 + lane / 4] = acc[r];
+  }
+  __syncthreads();
+  if (threadIdx.x < kRows * 8) {
+    const int r = threadIdx.x / 8, c = threadIdx.x % 8;
+    float sum = 0;
+    for (int w = 0; w < kWarps; ++w) sum += partial[(w * kRows + r) * 8 + c];
+    if (r < rows) p.out[(m0 + r) * p.n + nb * 8 + c] = __float2bfloat16_rn(sum);
+  }
+}
+
+template <int kRows, int kPairs>
+void launch(const Int4Mm& p, cudaStream_t stream) {
+  dim3 grid(static_cast<unsigned>(p.n / 8), static_cast<unsigned>((p.m + kRows - 1) / kRows));
+  const bool vector_words = reinterpret_cast<uintptr_t>(p.weights) % (4 * kPairs) == 0;
+  const bool x_pairs = p.x_col == 1 && p.x_row % 2 == 0 && reinterpret_cast<uintptr_t>(p.x) % 4 == 0;
+  int4_mm<kRows, kPairs><<<grid, kWarps * 32, 0, stream>>>(p, vector_words, x_pairs);
+}
+
+template <int kRows>
+void launch(const Int4Mm& p, cudaStream_t stream) {
+  if (p.inner_tiles == 8) launch<kRows, 4>(p, stream);
+  else if (p.inner_tiles == 4) launch<kRows, 2>(p, stream);
+  else launch<kRows, 1>(p, stream);
+}
+
+// w[n][k] = the dequantized weight (n, k), bfloat16, row-major. n * k < 2^31.
+// A thread per packed word, whose 8 nibbles are 4 pairs of neighbours in k:
+// coalesced reads, one bfloat16 pair written per pair.
+__global__ void int4_dequantize(Int4Mm p, __nv_bfloat16* w) {
+  const uint32_t words = static_cast<uint32_t>(p.n * p.k / 8), k_size = static_cast<uint32_t>(p.k);
+  const uint32_t tiles = static_cast<uint32_t>(p.inner_tiles);
+  const uint32_t k_super = static_cast<uint32_t>(p.k_super), group = static_cast<uint32_t>(p.group);
+  for (uint32_t word = blockIdx.x * blockDim.x + threadIdx.x; word < words; word += gridDim.x * blockDim.x) {
+    const uint32_t bits = static_cast<uint32_t>(__ldg(p.weights + word));
+#pragma unroll
+    for (uint32_t slot = 0; slot < 4; ++slot) {
+      const Int4Weight at = int4_weight_at(word, slot * 4, k_super, tiles);  // parity 0; k + 1 is at bit + 16
+      const __nv_bfloat16* sz = p.scales + (at.k / group) * p.scale_strides[0] + at.n * p.scale_strides[1];
+      const float scale = __bfloat162float(sz[0]), zero = __bfloat162float(sz[p.scale_strides[2]]) - 8.f * scale;
+      const float even = static_cast<float>((bits >> (slot * 4)) & 0xfu) * scale + zero;
+      const float odd = static_cast<float>((bits >> (16 + slot * 4)) & 0xfu) * scale + zero;
+      *reinterpret_cast<__nv_bfloat162*>(w + static_cast<uint64_t>(at.n) * k_size + at.k) = __floats2bfloat162_rn(even, odd);
+    }
+  }
+}
+
+// The GEMM way, into out [m, n]; its bfloat16 weights are made on every call.
+Status dequantized_mm(const Int4Mm& p, const Tensor& x, const Tensor& out, cudaStream_t stream) {
+  std::string why;
+  auto w = empty_cuda({p.n, p.k}, ScalarType::BFloat16, x.storage->device_index, why);
+  if (!w) return invalid(why);
+  constexpr int kThreads = 256;
+  const int64_t blocks = std::min<int64_t>((p.n * p.k / 8 + kThreads - 1) / kThreads, 1 << 16);
+  int4_dequantize<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, static_cast<__nv_bfloat16*>(w->data()));
+  if (cudaError_t code = cudaGetLastError(); code != cudaSuccess) return invalid(cudaGetErrorString(code));
+  return times_transposed(x, *w, out);
+}
+
+void launch_direct(const Int4Mm& p, cudaStream_t stream) {
+  // The row tile that wastes no rows for a token or two, and reads the
+  // weights once per 8 rows for more.
+  if (p.m == 1) launch<1>(p, stream);
+  else if (p.m == 2) launch<2>(p, stream);
+  else if (p.m <= 4) launch<4>(p, stream);
+  else launch<8>(p, stream);
+}
+
+// The GEMM way is tried for this many rows or more (below, the direct
+// kernel reads the weights about as few times as the GEMM does) and for
+// weights of at most this many bfloat16 bytes once dequantized.
+constexpr int64_t kGemmRows = 5;
+constexpr int64_t kGemmWeightBytes = 256ll << 20;
+
+struct Int4Shape {
+  int device;
+  int64_t m, n, k, group;
+  int inner_tiles;
+  bool operator<(const Int4Shape& o) const {
+    return std::tie(device, m, n, k, group, inner_tiles) < std::tie(o.device, o.m, o.n, o.k, o.group, o.inner_tiles);
+  }
+};
+
+// out = x @ dequantized weights, by the way this shape's first call chose;
+// that call (outside a capture) times both and compares their results.
+Status int4_mm_into(const Int4Mm& p, const Tensor& x, const Tensor& out, cudaStream_t stream) {
+  const bool eligible = p.m >= kGemmRows && p.n * p.k < (int64_t{1} << 31) && p.n * p.k * 2 <= kGemmWeightBytes;
+  if (!eligible) {
+    launch_direct(p, stream);
+    return {};
+  }
+  const Int4Shape shape{x.storage->device_index, p.m, p.n, p.k, p.group, p.inner_tiles};
+  // Per shape: whether the GEMM way serves.
+  auto& choices = RouteChoices<Int4Shape>::process();
+  std::lock_guard lock(choices.mutex);
+  if (auto found = choices.chosen.find(shape); found != choices.chosen.end()) {
+    if (found->second) return dequantized_mm(p, x, out, stream);
+    launch_direct(p, stream);
+    return {};
+  }
+  if (capturing(stream)) {
+    launch_direct(p, stream);
+    return {};
+  }
+  std::string why;
+  auto other = empty_cuda(out.sizes, ScalarType::BFloat16, x.storage->device_index, why);
+  if (!other) return invalid(why);
+  bool ran = true;
+  const float gemm_ms = mean_ms(stream, Timing::gpu, [&] { ran = ran && dequantized_mm(p, x, *other, stream).ok(); });
+  const float direct_ms = mean_ms(stream, Timing::gpu, [&] { launch_direct(p, stream); });
+  // The direct kernel's float32 weights against bfloat16 ones: a few
+  // bfloat16 roundings of the output apart (eager's tinygemm differs from
+  // the direct kernel by 6e-3 of the largest value on 16x4096x4096).
+  const std::optional<Agreement> agreement = ran ? compare(*other, out) : std::nullopt;
+  const bool agrees = agreement && agreement->within(2e-2);
+  const bool gemm = agrees && gemm_ms >= 0 && direct_ms >= 0 && gemm_ms < 0.9f * direct_ms;
+  if (ran && !agrees) {
+    std::fprintf(stderr,
+                 "ptbundle aoti runtime: _weight_int4pack_mm %lldx%lldx%lld: the dequantized GEMM disagrees with the "
+                 "direct kernel (max difference %g of %g); the direct kernel serves it\n",
+                 static_cast<long long>(p.m), static_cast<long long>(p.n), static_cast<long long>(p.k),
+                 agreement ? agreement->difference : -1.0, agreement ? agreement->largest : -1.0);
+  }
+  if (tracing()) {
+    std::fprintf(stderr, "_weight_int4pack_mm %lldx%lldx%lld: GEMM %.4f ms against direct %.4f ms: %s\n",
+                 static_cast<long long>(p.m), static_cast<long long>(p.n), static_cast<long long>(p.k), gemm_ms,
+                 direct_ms, gemm ? "GEMM" : "direct");
+  }
+  choices.chosen[shape] = gemm;
+  return {};  // `out` holds the direct kernel's result, the last one written
+}
+
+std::string check(const Tensor& x, const Tensor& weights, int64_t group, const Tensor& scales) {
+  if (x.dtype != ScalarType::BFloat16 || x.sizes.size() != 2) return "self " + tensor_text(x) + "; expected bfloat16 [m, k]";
+  if (weights.dtype != ScalarType::Int || weights.sizes.size() != 4 || !weights.is_contiguous() ||
+      weights.sizes[2] != 32 || (weights.sizes[3] != 1 && weights.sizes[3] != 2 && weights.sizes[3] != 4)) {
+    return "mat2 " + tensor_text(weights) + "; expected contiguous int32 [n/8, k/(tiles*16), 32, tiles/2], tiles 2, 4 or 8, from _convert_weight_to_int4pack";
+  }
+  const int64_t k = x.sizes[1], n = weights.sizes[0] * 8, tiles = weights.sizes[3] * 2;
+  if (weights.sizes[1] * tiles * 16 != k) return "mat2 " + tensor_text(weights) + " does not hold k = " + std::to_string(k);
+  if (group != 32 && group != 64 && group != 128 && group != 256) {
+    return "qGroupSize " + std::to_string(group) + "; expected 32, 64, 128 or 256";
+  }
+  if (scales.dtype != ScalarType::BFloat16 || scales.sizes.size() != 3 || scales.sizes[0] != k / group ||
+      scales.sizes[1] != n || scales.sizes[2] != 2 || k % group != 0) {
+    return "qScaleAndZeros " + tensor_text(scales) + "; expected bfloat16 [" + std::to_string(k / group) + ", " +
+           std::to_string(n) + ", 2]";
+  }
+  if (x.storage->device_type != kDeviceCuda || weights.storage->device_type != kDeviceCuda ||
+      scales.storage->device_type != kDeviceCuda) {
+    return "the tensors are not on the GPU";
+  }
+  return "";
+}
+
+}  // namespace
+
+namespace ptb::builtin {
+
+Result<Tensor> int4pack_mm(const Tensor& x, const Tensor& weights, int64_t group, const Tensor& scales) {
+  std::string why = check(x, weights, group, scales);
+  if (!why.empty()) return invalid(why);
+  Int4Mm p;
+  p.m = x.sizes[0];
+  p.k = x.sizes[1];
+  p.n = weights.sizes[0] * 8;
+  p.group = group;
+  while ((int64_t{1} << p.group_shift) < p.group) ++p.group_shift;  // check() allows 32, 64, 128, 256
+  p.k_super = weights.sizes[1];
+  p.inner_tiles = static_cast<int>(weights.sizes[3] * 2);
+  auto out = weight_only_output(x, p.n, why);
+  if (!out) return invalid(why);
+  p.x = static_cast<const __nv_bfloat16*>(x.data());
+  p.x_row = x.strides[0];
+  p.x_col = x.strides[1];
+  p.weights = static_cast<const int32_t*>(weights.data());
+  p.scales = static_cast<const __nv_bfloat16*>(scales.data());
+  for (int d = 0; d < 3; ++d) p.scale_strides[d] = scales.strides[d];
+  p.out = static_cast<__nv_bfloat16*>(out->data());
+  if (p.m > 0 && p.n > 0) {
+    PTB_CHECK(int4_mm_into(p, x, *out, stream_for(x)));
+    if (cudaError_t code = cudaGetLastError(); code != cudaSuccess)
+      return invalid(std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code));
+  }
+  return std::move(*out);
+}
+
+}  // namespace ptb::builtin
