@@ -27,10 +27,7 @@ constexpr uint64_t kScoreBytes = 256ull << 20;
 // A new GPU tensor of `sizes` with `strides`, in order on the current stream.
 Result<Tensor> new_gpu(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int32_t dtype,
                        int device) {
-  std::string why;
-  auto made = empty_strided_cuda(sizes, strides, dtype, device, why);
-  if (!made) return invalid(why);
-  return std::move(*made);
+  return empty_strided_cuda(sizes, strides, dtype, device);
 }
 
 // A 0-d int64 tensor in host memory holding 0: the philox seed and offset
@@ -38,9 +35,7 @@ Result<Tensor> new_gpu(const std::vector<int64_t>& sizes, const std::vector<int6
 Result<Tensor> host_zero() {
   Tensor t;
   t.dtype = ScalarType::Long;
-  std::string why;
-  t.storage = allocate(8, kDeviceCpu, 0, why);
-  if (!t.storage) return invalid(why);
+  PTB_TRY(t.storage, allocate(8, kDeviceCpu, 0));
   std::memset(t.storage->data, 0, 8);
   return t;
 }
@@ -87,7 +82,7 @@ std::optional<Tensor> batched_view(const Tensor& t) {
 Result<Tensor> as_batched(const Tensor& t) {
   if (auto view = batched_view(t)) return *view;
   PTB_TRY(Tensor packed, new_gpu(t.sizes, contiguous_strides(t.sizes), t.dtype, t.storage->device_index));
-  if (std::string why = copy_elements(packed, t); !why.empty()) return invalid(why);
+  PTB_CHECK(copy_elements(packed, t));
   const int64_t L = t.sizes[2], E = t.sizes[3];
   packed.sizes = {t.sizes[0] * t.sizes[1], L, E};
   packed.strides = {L * E, E, 1};
@@ -219,8 +214,7 @@ Status attend(const AttentionRequest& r, const Tensor& out, float* lse, const in
   Tensor result = ob;
   result.sizes = {B, H, Lq, Ev};
   result.strides = {H * Lq * Ev, Lq * Ev, Ev, 1};
-  if (std::string why = copy_elements(out, result); !why.empty()) return invalid(why);
-  return {};
+  return copy_elements(out, result);
 }
 
 }  // namespace

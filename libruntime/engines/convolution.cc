@@ -242,17 +242,16 @@ bool detour_may_help(const ConvKey& key) {
 // out, beats `direct_ms`; else nullptr (a failure only means no detour).
 const ConvPlan* find_detour(const Cudnn& api, cudnnHandle_t handle, const ConvKey& key, const Tensor& x,
                             const Tensor& w, const Tensor& y, cudaStream_t stream, float direct_ms, float& taken_ms) {
-  std::string why;
-  auto xn = empty_like(x, why);
-  auto wn = empty_like(w, why);
-  auto yn = empty_like(y, why);
+  auto xn = empty_like(x);
+  auto wn = empty_like(w);
+  auto yn = empty_like(y);
   if (!xn || !wn || !yn) return nullptr;
   const bool copy_weight = !w.is_contiguous();
   const float in_ms = mean_ms(stream, Timing::as_launched, [&] {
-    copy_elements(*xn, x);
-    if (copy_weight) copy_elements(*wn, w);
+    (void)copy_elements(*xn, x);
+    if (copy_weight) (void)copy_elements(*wn, w);
   });
-  const float out_ms = mean_ms(stream, Timing::as_launched, [&] { copy_elements(y, *yn); });
+  const float out_ms = mean_ms(stream, Timing::as_launched, [&] { (void)copy_elements(y, *yn); });
   if (in_ms < 0 || out_ms < 0) return nullptr;
   ConvKey packed = key;
   auto packed_strides = [](const std::vector<int>& dims) {
@@ -366,12 +365,10 @@ std::optional<GemmRouteShape> gemm_route_shape(const ConvKey& key, const Tensor&
 // The convolution into y (the view shape.out_t), plus `bias` when given.
 Status run_gemm_route(const GemmRouteShape& shape, const Tensor& x, const Tensor* bias, cudaStream_t stream) {
   const Im2col& g = shape.geometry;
-  std::string why;
-  auto columns = empty_cuda({g.rows(), g.columns()}, ScalarType::Float, x.storage->device_index, why);
-  if (!columns) return invalid(why);
-  cudaError_t code = kernels::im2col(g, static_cast<const float*>(x.data()), static_cast<float*>(columns->data()), stream);
+  PTB_TRY(Tensor columns, empty_cuda({g.rows(), g.columns()}, ScalarType::Float, x.storage->device_index));
+  cudaError_t code = kernels::im2col(g, static_cast<const float*>(x.data()), static_cast<float*>(columns.data()), stream);
   if (code != cudaSuccess) return invalid(cudaGetErrorString(code));
-  Tensor columns_t = *columns;
+  Tensor columns_t = columns;
   columns_t.sizes = {g.columns(), g.rows()};
   columns_t.strides = {1, g.columns()};
   if (!bias) return matmul(shape.out_t, columns_t, shape.weight_t, 1.0, 0.0);
@@ -396,8 +393,7 @@ bool gemm_route_wins(const Cudnn& api, cudnnHandle_t handle, const ConvPlan& pla
   }
   if (!faster) return false;
   // cuDNN's own plan into a second output of the same layout.
-  std::string why;
-  auto reference = empty_strided_cuda(y.sizes, y.strides, y.dtype, y.storage->device_index, why);
+  auto reference = empty_strided_cuda(y.sizes, y.strides, y.dtype, y.storage->device_index);
   if (!reference) return false;
   void* work = plan.workspace ? workspace(key.device, stream, plan.workspace) : nullptr;
   if (plan.workspace && !work) return false;
@@ -562,8 +558,7 @@ Status add_bias(const Tensor& out, const Tensor* bias, int64_t out_channels) {
   expanded.sizes = out.sizes;
   expanded.strides.assign(out.sizes.size(), 0);
   expanded.strides[1] = bias->strides[0];
-  if (std::string failed = add_into(out, expanded); !failed.empty()) return invalid(failed);
-  return {};
+  return add_into(out, expanded);
 }
 
 Result<Tensor> convolve(const Tensor& input, const Tensor& weight, const Tensor* bias, const ConvArgs& args);
@@ -593,15 +588,14 @@ std::optional<Result<Tensor>> convolve_big_output_padding(const Tensor& input, c
   padded_shape.strides = strides_like_channels_last(input.sizes, input.strides) ? channels_last_strides(padded_shape.sizes)
                                                                                : contiguous_strides(padded_shape.sizes);
   padded_shape.storage_offset = 0;
-  std::string why;
-  auto made = empty_strided_cuda(padded_shape.sizes, padded_shape.strides, input.dtype, input.storage->device_index, why);
-  if (!made) return Result<Tensor>(invalid(why));
+  auto made = empty_strided_cuda(padded_shape.sizes, padded_shape.strides, input.dtype, input.storage->device_index);
+  if (!made) return Result<Tensor>(made.take_error());
   if (cudaError_t code = cudaMemsetAsync(made->data(), 0, made->storage->nbytes, stream_for(input)); code != cudaSuccess) {
     return Result<Tensor>(invalid(cudaGetErrorString(code)));
   }
   Tensor leading = *made;  // the padded input's first positions: where the input goes
   leading.sizes = input.sizes;
-  if (std::string failed = copy_elements(leading, input); !failed.empty()) return Result<Tensor>(invalid(failed));
+  if (Status copied = copy_elements(leading, input); !copied.ok()) return Result<Tensor>(copied.take_error());
   return convolve(*made, weight, bias, fitted);
 }
 
@@ -653,10 +647,8 @@ Result<Tensor> convolve(const Tensor& input, const Tensor& weight, const Tensor*
   out.sizes = out_sizes;
   out.strides = channels_last ? channels_last_strides(out_sizes) : contiguous_strides(out_sizes);
   out.dtype = input.dtype;
-  std::string why;
   uint64_t bytes = static_cast<uint64_t>(out.numel()) * out.itemsize();
-  out.storage = allocate(bytes, kDeviceCuda, input.storage->device_index, why);
-  if (!out.storage) return invalid(why);
+  PTB_TRY(out.storage, allocate(bytes, kDeviceCuda, input.storage->device_index));
   if (out.numel() == 0) return out;
 
   // The weight as cuDNN takes a filter: packed NCHW or NHWC.
@@ -664,9 +656,8 @@ Result<Tensor> convolve(const Tensor& input, const Tensor& weight, const Tensor*
   const bool w_channels_last = strides_like_channels_last(weight.sizes, weight.strides);
   const Tensor* w = &weight;
   if (!(weight.is_contiguous() || (w_channels_last && weight.strides == channels_last_strides(weight.sizes)))) {
-    packed_weight = empty_like(weight, why);
-    if (!packed_weight) return invalid(why);
-    if (std::string failed = copy_elements(*packed_weight, weight); !failed.empty()) return invalid(failed);
+    PTB_TRY(packed_weight, empty_like(weight));
+    PTB_CHECK(copy_elements(*packed_weight, weight));
     w = &*packed_weight;
   }
   const bool w_nhwc = w != &weight ? false : w_channels_last && !weight.is_contiguous();
@@ -713,13 +704,20 @@ Result<Tensor> convolve(const Tensor& input, const Tensor& weight, const Tensor*
   const Tensor* y_run = &y_tensor;
   std::optional<Tensor> x_packed, w_packed, y_packed;
   if (found->detour) {
-    x_packed = empty_like(x_tensor, why);
-    if (x_packed && !w->is_contiguous()) w_packed = empty_like(*w, why);
-    if (x_packed) y_packed = empty_like(y_tensor, why);
+    // The last failure is the one reported; a weight that cannot be packed
+    // is read as it is.
+    std::string why;
+    auto made_into = [&why](Result<Tensor> made, std::optional<Tensor>& into) {
+      if (made) into = std::move(*made);
+      else why = made.error().message;
+    };
+    made_into(empty_like(x_tensor), x_packed);
+    if (x_packed && !w->is_contiguous()) made_into(empty_like(*w), w_packed);
+    if (x_packed) made_into(empty_like(y_tensor), y_packed);
     if (!y_packed) return invalid(why);
-    if (std::string failed = copy_elements(*x_packed, x_tensor); !failed.empty()) return invalid(failed);
+    PTB_CHECK(copy_elements(*x_packed, x_tensor));
     if (w_packed) {
-      if (std::string failed = copy_elements(*w_packed, *w); !failed.empty()) return invalid(failed);
+      PTB_CHECK(copy_elements(*w_packed, *w));
       w_run = &*w_packed;
     }
     x_run = &*x_packed;
@@ -734,7 +732,7 @@ Result<Tensor> convolve(const Tensor& input, const Tensor& weight, const Tensor*
   }
   if (status != CUDNN_STATUS_SUCCESS) return invalid(cudnn_text(*api, status));
   if (y_packed) {
-    if (std::string failed = copy_elements(y_tensor, *y_packed); !failed.empty()) return invalid(failed);
+    PTB_CHECK(copy_elements(y_tensor, *y_packed));
   }
   PTB_CHECK(add_bias(out, bias, out_channels));
   return out;

@@ -344,11 +344,9 @@ Batched batched(const Tensor& t) {
 
 // A contiguous copy of `t` on the GPU, for an operand cuBLASLt cannot read.
 Result<Tensor> contiguous_copy(const Tensor& t) {
-  std::string why;
-  auto made = empty_like(t, why);
-  if (!made) return invalid(why);
-  if (std::string failed = copy_elements(*made, t); !failed.empty()) return invalid(failed);
-  return std::move(*made);
+  PTB_TRY(Tensor made, empty_like(t));
+  PTB_CHECK(copy_elements(made, t));
+  return made;
 }
 
 // out = beta * out + alpha * a @ b over a batch, with out already holding
@@ -381,8 +379,7 @@ Status matmul_into(const Tensor& out, const Tensor& a_tensor, const Tensor& b_te
     // An output cuBLASLt cannot write: into a contiguous copy, then back.
     PTB_TRY(Tensor staged, contiguous_copy(out));
     PTB_CHECK(matmul_into(staged, a_tensor, b_tensor, alpha, beta, epilogue, bias));
-    if (std::string failed = copy_elements(out, staged); !failed.empty()) return invalid(failed);
-    return {};
+    return copy_elements(out, staged);
   }
   auto stored_a = store(a_tensor.data(), M, K, a.s0, a.s1, row_major);
   if (!stored_a) {
@@ -426,24 +423,33 @@ Status matmul_into(const Tensor& out, const Tensor& a_tensor, const Tensor& b_te
 }
 
 // The checks every GEMM shim makes: dtypes, devices and sizes agree.
-std::string check_operands(const Tensor& out, const Tensor& a, const Tensor& b, size_t dims) {
+Status check_operands(const Tensor& out, const Tensor& a, const Tensor& b, size_t dims) {
   for (const Tensor* t : {&out, &a, &b}) {
-    if (t->sizes.size() != dims) return std::to_string(t->sizes.size()) + "-d operand; expected " + std::to_string(dims) + "-d";
-    if (t->storage->device_type != kDeviceCuda) return "an operand is not on the GPU";
-    if (t->dtype != out.dtype) return "operands of " + std::string(scalar_type_name(a.dtype)) + ", " + std::string(scalar_type_name(b.dtype)) + " into " + std::string(scalar_type_name(out.dtype));
+    if (t->sizes.size() != dims) {
+      return invalid(std::to_string(t->sizes.size()) + "-d operand; expected " + std::to_string(dims) + "-d");
+    }
+    if (t->storage->device_type != kDeviceCuda) return invalid("an operand is not on the GPU");
+    if (t->dtype != out.dtype) {
+      return invalid("operands of " + std::string(scalar_type_name(a.dtype)) + ", " +
+                     std::string(scalar_type_name(b.dtype)) + " into " + std::string(scalar_type_name(out.dtype)));
+    }
   }
-  if (!gemm_dtype(out.dtype)) return std::string(scalar_type_name(out.dtype)) + "; expected float32, float16, bfloat16 or float64";
+  if (!gemm_dtype(out.dtype)) {
+    return invalid(std::string(scalar_type_name(out.dtype)) + "; expected float32, float16, bfloat16 or float64");
+  }
   const size_t r = dims - 2, c = dims - 1;
   if (a.sizes[c] != b.sizes[r] || out.sizes[r] != a.sizes[r] || out.sizes[c] != b.sizes[c] ||
       (dims == 3 && (a.sizes[0] != out.sizes[0] || b.sizes[0] != out.sizes[0]))) {
-    return "shapes " + shape_text(a.sizes) + " @ " + shape_text(b.sizes) + " into " + shape_text(out.sizes);
+    return invalid("shapes " + shape_text(a.sizes) + " @ " + shape_text(b.sizes) + " into " + shape_text(out.sizes));
   }
-  return "";
+  return {};
 }
 
 // `self` broadcast into `out` (ATen's expand), as addmm and baddbmm start.
-std::string broadcast_into(const Tensor& out, const Tensor& self) {
-  if (self.sizes.size() > out.sizes.size()) return "the added tensor " + shape_text(self.sizes) + " has more dimensions than " + shape_text(out.sizes);
+Status broadcast_into(const Tensor& out, const Tensor& self) {
+  if (self.sizes.size() > out.sizes.size()) {
+    return invalid("the added tensor " + shape_text(self.sizes) + " has more dimensions than " + shape_text(out.sizes));
+  }
   Tensor expanded = self;
   const size_t lead = out.sizes.size() - self.sizes.size();
   expanded.sizes = out.sizes;
@@ -451,7 +457,7 @@ std::string broadcast_into(const Tensor& out, const Tensor& self) {
   for (size_t i = 0; i < self.sizes.size(); ++i) {
     const int64_t size = self.sizes[i];
     if (size != out.sizes[lead + i] && size != 1) {
-      return "the added tensor " + shape_text(self.sizes) + " does not broadcast to " + shape_text(out.sizes);
+      return invalid("the added tensor " + shape_text(self.sizes) + " does not broadcast to " + shape_text(out.sizes));
     }
     expanded.strides[lead + i] = size == 1 ? 0 : self.strides[i];
   }
@@ -481,7 +487,7 @@ Status matmul(const Tensor& out, const Tensor& a, const Tensor& b, double alpha,
 
 Status addmm_into(const Tensor& out, const Tensor& self, const Tensor& mat1, const Tensor& mat2, double beta,
                   double alpha, Activation activation) {
-  if (std::string why = check_operands(out, mat1, mat2, 2); !why.empty()) return invalid(why);
+  PTB_CHECK(check_operands(out, mat1, mat2, 2));
   const bool epilogue_bias = beta == 1.0 && bias_vector(out, self) && mat1.sizes[0] > 1 &&
                              (out.strides[1] == 1 || out.sizes[1] == 1);
   if (epilogue_bias) {
@@ -493,7 +499,7 @@ Status addmm_into(const Tensor& out, const Tensor& self, const Tensor& mat1, con
     // No fused algorithm for this shape: the general way below.
   }
   if (beta != 0.0) {
-    if (std::string why = broadcast_into(out, self); !why.empty()) return invalid(why);
+    PTB_CHECK(broadcast_into(out, self));
   }
   PTB_CHECK(matmul_into(out, mat1, mat2, alpha, beta, CUBLASLT_EPILOGUE_DEFAULT, nullptr));
   if (activation == Activation::None) return {};
@@ -508,16 +514,16 @@ Status addmm_into(const Tensor& out, const Tensor& self, const Tensor& mat1, con
 
 Status baddbmm_into(const Tensor& out, const Tensor& self, const Tensor& batch1, const Tensor& batch2, double beta,
                     double alpha) {
-  if (std::string why = check_operands(out, batch1, batch2, 3); !why.empty()) return invalid(why);
+  PTB_CHECK(check_operands(out, batch1, batch2, 3));
   if (beta != 0.0) {
-    if (std::string why = broadcast_into(out, self); !why.empty()) return invalid(why);
+    PTB_CHECK(broadcast_into(out, self));
   }
   return matmul_into(out, batch1, batch2, alpha, beta, CUBLASLT_EPILOGUE_DEFAULT, nullptr);
 }
 
 Status mm_into(const Tensor& out, const Tensor& a, const Tensor& b) {
   const size_t dims = a.sizes.size();
-  if (std::string why = check_operands(out, a, b, dims == 3 ? 3 : 2); !why.empty()) return invalid(why);
+  PTB_CHECK(check_operands(out, a, b, dims == 3 ? 3 : 2));
   return matmul_into(out, a, b, 1.0, 0.0, CUBLASLT_EPILOGUE_DEFAULT, nullptr);
 }
 

@@ -19,6 +19,16 @@ using namespace ptb::builtin::kernels;
 
 namespace {
 
+// The tensor `made` holds, or nullopt with its error's message in `why`.
+std::optional<Tensor> kept(Result<Tensor> made, std::string& why) {
+  if (made) return std::move(*made);
+  why = made.error().message;
+  return std::nullopt;
+}
+
+// "" or the status's message, for this file's ""-or-why helpers.
+std::string text_of(const Status& status) { return status.ok() ? "" : status.error().message; }
+
 constexpr int kThreads = 256;
 
 unsigned blocks_for(int64_t count) {
@@ -83,10 +93,10 @@ std::string nonzero(const Tensor& self, std::optional<Tensor>& result) {
   std::optional<Tensor> selected;
   cudaStream_t stream = stream_for(self);
   if (count > 0) {
-    auto flags = empty_cuda({count}, ScalarType::Bool, device, why);
-    auto positions = flags ? empty_cuda({count}, ScalarType::Long, device, why) : std::nullopt;
-    selected = positions ? empty_cuda({count}, ScalarType::Long, device, why) : std::nullopt;
-    auto number = selected ? empty_cuda({1}, ScalarType::Long, device, why) : std::nullopt;
+    auto flags = kept(empty_cuda({count}, ScalarType::Bool, device), why);
+    auto positions = flags ? kept(empty_cuda({count}, ScalarType::Long, device), why) : std::nullopt;
+    selected = positions ? kept(empty_cuda({count}, ScalarType::Long, device), why) : std::nullopt;
+    auto number = selected ? kept(empty_cuda({1}, ScalarType::Long, device), why) : std::nullopt;
     if (!number) return why;
     nonzero_flags<<<blocks_for(count), kThreads, 0, stream>>>(self.data(), self.dtype,
                                                              static_cast<int>(self.itemsize()), shape, count,
@@ -103,15 +113,15 @@ std::string nonzero(const Tensor& self, std::optional<Tensor>& result) {
     size_t bytes = 0;
     cudaError_t code = select(nullptr, bytes);
     if (code != cudaSuccess) return cuda_text(code);
-    auto temp = allocate(std::max<size_t>(bytes, 1), kDeviceCuda, device, why);
-    if (!temp) return why;
-    code = select(temp->data, bytes);
+    auto temp = allocate(std::max<size_t>(bytes, 1), kDeviceCuda, device);
+    if (!temp) return temp.error().message;
+    code = select((*temp)->data, bytes);
     if (code == cudaSuccess) code = cudaMemcpyAsync(&found, number->data(), sizeof found, cudaMemcpyDeviceToHost, stream);
     if (code == cudaSuccess) code = cudaStreamSynchronize(stream);
     if (code != cudaSuccess) return cuda_text(code);
     if (found < 0 || found > count) return "the selection counted " + std::to_string(found) + " of " + std::to_string(count);
   }
-  result = empty_cuda({found, dims}, ScalarType::Long, device, why);
+  result = kept(empty_cuda({found, dims}, ScalarType::Long, device), why);
   if (!result) return why;
   if (found > 0 && dims > 0) {
     nonzero_coordinates<<<blocks_for(found), kThreads, 0, stream>>>(static_cast<const int64_t*>(selected->data()),
@@ -311,7 +321,7 @@ std::string gather_indexed(const Tensor& self, const std::vector<const Tensor*>&
   if (why.empty()) why = plan_indexing(self, indices, plan);
   if (!why.empty()) return why;
   if (!on_gpu(self)) return "the tensor is not on the GPU (" + tensor_text(self) + ")";
-  result = empty_cuda(plan_sizes(plan), self.dtype, self.storage->device_index, why);
+  result = kept(empty_cuda(plan_sizes(plan), self.dtype, self.storage->device_index), why);
   if (!result) return why;
   const int64_t count = plan_count(plan);
   if (count == 0) return "";
@@ -365,7 +375,7 @@ std::string copy_unless_same(const Tensor& out, const Tensor& self) {
   if (out.sizes != self.sizes || out.dtype != self.dtype) {
     return "out " + tensor_text(out) + " does not match self " + tensor_text(self);
   }
-  return copy_elements(out, self);
+  return text_of(copy_elements(out, self));
 }
 
 // ---- scatter --------------------------------------------------------------------
@@ -532,7 +542,7 @@ std::string scatter(const Tensor& out, const Tensor& self, int64_t dim_arg, cons
   std::optional<Tensor> counts;
   const int64_t total = out.numel();
   if (reduce == Reduce::Mean) {
-    counts = empty_cuda({total}, ScalarType::Int, out.storage->device_index, why);
+    counts = kept(empty_cuda({total}, ScalarType::Int, out.storage->device_index), why);
     if (!counts) return why;
     cudaError_t code = cudaMemsetAsync(counts->data(), 0, static_cast<size_t>(total) * sizeof(int32_t), stream);
     if (code != cudaSuccess) return cuda_text(code);
@@ -563,12 +573,10 @@ Result<Tensor> gather_index(const Tensor& self, const std::vector<const Tensor*>
 
 Result<Tensor> put_index(const Tensor& self, const std::vector<const Tensor*>& indices, const Tensor& values,
                          bool accumulate) {
-  std::string why;
-  auto result = empty_like(self, why);
-  if (result) why = copy_elements(*result, self);
-  if (result && why.empty()) why = put_indexed(*result, indices, values, accumulate);
-  if (!why.empty()) return invalid(why);
-  return std::move(*result);
+  PTB_TRY(Tensor result, empty_like(self));
+  PTB_CHECK(copy_elements(result, self));
+  if (std::string why = put_indexed(result, indices, values, accumulate); !why.empty()) return invalid(why);
+  return result;
 }
 
 Status put_index_into(const Tensor& out, const Tensor& self, const std::vector<const Tensor*>& indices,

@@ -22,12 +22,13 @@ struct PlainArgs {
   int64_t group = 0;
 };
 
-// "" or why `a` is not a valid call of the op for `bits` (4, 5, 6 or 8).
+// Whether `a` is a valid call of the op for `bits` (4, 5, 6 or 8); the
+// error says why not.
 // ExecuTorch's rules: k a multiple of 256 where an fp16 step covers 256
 // weights; groups that tile k (a power of 2 for int4, a multiple of 32 for
 // int5 and int8, of 8 for int6); every tensor contiguous and on the GPU,
 // which is checked last.
-std::string check_plain_mm(int bits, const PlainArgs& a);
+Status check_plain_mm(int bits, const PlainArgs& a);
 
 // A new [m, n] bfloat16 tensor: x times the dequantized weights
 // transposed (plain_mm.cu), after check_plain_mm.

@@ -27,9 +27,8 @@ std::string on_gpu(const PlainArgs& a) {
   return "";
 }
 
-}  // namespace
-
-std::string check_plain_mm(int bits, const PlainArgs& a) {
+// "" or what is wrong with `a` (check_plain_mm).
+std::string plain_mm_problem(int bits, const PlainArgs& a) {
   const Tensor& x = *a.x;
   if (x.dtype != ScalarType::BFloat16 || x.sizes.size() != 2) return "self " + tensor_text(x) + "; expected bfloat16 [m, k]";
   const int64_t k = x.sizes[1];
@@ -64,6 +63,13 @@ std::string check_plain_mm(int bits, const PlainArgs& a) {
   if (why.empty()) why = expect(*a.zero, "zero", kU8, bits == 4 ? kI8 : -1, groups, "[n, k/group_size]");
   if (why.empty()) why = expect(*a.zero_step, "zero_point_step", kF16, -1, steps, "[n, k/256]");
   return why.empty() ? on_gpu(a) : why;
+}
+
+}  // namespace
+
+Status check_plain_mm(int bits, const PlainArgs& a) {
+  if (std::string why = plain_mm_problem(bits, a); !why.empty()) return invalid(why);
+  return {};
 }
 
 }  // namespace ptb::builtin

@@ -10,13 +10,14 @@ namespace ptb::builtin {
 namespace {
 
 std::optional<std::vector<double>> host_values(const Tensor& t) {
-  std::string why;
   Tensor host;
   host.sizes = t.sizes;
   host.strides = contiguous_strides(t.sizes);
   host.dtype = ScalarType::Double;
-  host.storage = allocate(static_cast<uint64_t>(t.numel()) * 8, kDeviceCpu, 0, why);
-  if (!host.storage || !copy_elements(host, t).empty()) return std::nullopt;
+  auto storage = allocate(static_cast<uint64_t>(t.numel()) * 8, kDeviceCpu, 0);
+  if (!storage) return std::nullopt;
+  host.storage = std::move(*storage);
+  if (!copy_elements(host, t).ok()) return std::nullopt;
   const double* data = static_cast<const double*>(host.data());
   return std::vector<double>(data, data + t.numel());
 }

@@ -24,6 +24,16 @@ using namespace ptb::builtin;
 
 namespace {
 
+// The tensor `made` holds, or nullopt with its error's message in `why`.
+std::optional<Tensor> made_or_why(Result<Tensor> made, std::string& why) {
+  if (made) return std::move(*made);
+  why = made.error().message;
+  return std::nullopt;
+}
+
+// "" or the status's message, for this file's ""-or-why helpers.
+std::string text_of(const Status& status) { return status.ok() ? "" : status.error().message; }
+
 constexpr int kThreads = 256;
 
 unsigned blocks_for(int64_t count) {
@@ -120,9 +130,12 @@ cudaError_t sort_bits(const void* keys_in, int32_t dtype, bool descending, void*
   size_t temp_bytes = 0;
   code = run(nullptr, temp_bytes);
   if (code != cudaSuccess) return code;
-  auto temp = allocate(std::max<size_t>(temp_bytes, 1), kDeviceCuda, device, why);
-  if (!temp) return cudaErrorMemoryAllocation;
-  return run(temp->data, temp_bytes);
+  auto temp = allocate(std::max<size_t>(temp_bytes, 1), kDeviceCuda, device);
+  if (!temp) {
+    why = temp.error().message;
+    return cudaErrorMemoryAllocation;
+  }
+  return run((*temp)->data, temp_bytes);
 }
 
 constexpr int kWarpTopK = 8;
@@ -295,9 +308,9 @@ std::string sort_rows_into(const Tensor& given, int64_t dim_arg, bool descending
   out_sizes[dim] = kept;
   std::string why;
   const int32_t device = self.storage->device_index;
-  auto values = empty_cuda(out_sizes, self.dtype, device, why);
+  auto values = made_or_why(empty_cuda(out_sizes, self.dtype, device), why);
   if (!values) return why;
-  auto indices = empty_cuda(out_sizes, ScalarType::Long, device, why);
+  auto indices = made_or_why(empty_cuda(out_sizes, ScalarType::Long, device), why);
   if (!indices) return why;
   const int64_t count = self.numel();
   kernels::View in_rows, value_rows;
@@ -332,15 +345,15 @@ std::string sort_rows_into(const Tensor& given, int64_t dim_arg, bool descending
   } else if (count > 0 && kept > 0) {
     const int64_t rows = a.rows;
     const Tensor in_view = dim_last(self, dim);
-    auto keys_in = empty_cuda(in_view.sizes, self.dtype, device, why);
-    auto keys_out = keys_in ? empty_cuda(in_view.sizes, self.dtype, device, why) : std::nullopt;
-    auto positions = keys_out ? empty_cuda(in_view.sizes, ScalarType::Long, device, why) : std::nullopt;
-    auto order = positions ? empty_cuda(in_view.sizes, ScalarType::Long, device, why) : std::nullopt;
-    auto offsets = order ? empty_cuda({rows + 1}, ScalarType::Long, device, why) : std::nullopt;
-    auto bits_in = offsets ? empty_cuda({count}, ScalarType::Long, device, why) : std::nullopt;
-    auto bits_out = bits_in ? empty_cuda({count}, ScalarType::Long, device, why) : std::nullopt;
+    auto keys_in = made_or_why(empty_cuda(in_view.sizes, self.dtype, device), why);
+    auto keys_out = keys_in ? made_or_why(empty_cuda(in_view.sizes, self.dtype, device), why) : std::nullopt;
+    auto positions = keys_out ? made_or_why(empty_cuda(in_view.sizes, ScalarType::Long, device), why) : std::nullopt;
+    auto order = positions ? made_or_why(empty_cuda(in_view.sizes, ScalarType::Long, device), why) : std::nullopt;
+    auto offsets = order ? made_or_why(empty_cuda({rows + 1}, ScalarType::Long, device), why) : std::nullopt;
+    auto bits_in = offsets ? made_or_why(empty_cuda({count}, ScalarType::Long, device), why) : std::nullopt;
+    auto bits_out = bits_in ? made_or_why(empty_cuda({count}, ScalarType::Long, device), why) : std::nullopt;
     if (!bits_out) return why;
-    why = copy_elements(*keys_in, in_view);
+    why = text_of(copy_elements(*keys_in, in_view));
     if (!why.empty()) return why;
     cudaStream_t stream = stream_for(self);
     auto* position_data = static_cast<int64_t*>(positions->data());
@@ -366,8 +379,8 @@ std::string sort_rows_into(const Tensor& given, int64_t dim_arg, bool descending
       view.sizes.back() = kept;
       return view;
     };
-    why = copy_elements(dim_last(*values, dim), first(*keys_out));
-    if (why.empty()) why = copy_elements(dim_last(*indices, dim), first(*order));
+    why = text_of(copy_elements(dim_last(*values, dim), first(*keys_out)));
+    if (why.empty()) why = text_of(copy_elements(dim_last(*indices, dim), first(*order)));
     if (!why.empty()) return why;
   }
   if (scalar && kept == 1) {

@@ -69,20 +69,20 @@ std::optional<uint64_t> storage_elements_needed(const std::vector<int64_t>& size
   return last + 1;
 }
 
-std::string check_view(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t offset,
-                       int32_t dtype, uint64_t storage_bytes) {
+Status check_view(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t offset,
+                  int32_t dtype, uint64_t storage_bytes) {
   auto item = scalar_type_size(dtype);
-  if (!item) return "unknown dtype " + std::to_string(dtype);
-  if (sizes.size() != strides.size()) return "sizes and strides differ in length";
+  if (!item) return invalid("unknown dtype " + std::to_string(dtype));
+  if (sizes.size() != strides.size()) return invalid("sizes and strides differ in length");
   auto elements = storage_elements_needed(sizes, strides, offset);
-  if (!elements) return "negative or overflowing sizes, strides or offset";
+  if (!elements) return invalid("negative or overflowing sizes, strides or offset");
   uint64_t bytes = 0;
-  if (__builtin_mul_overflow(*elements, *item, &bytes)) return "the view's extent overflows 64 bits";
+  if (__builtin_mul_overflow(*elements, *item, &bytes)) return invalid("the view's extent overflows 64 bits");
   if (bytes > storage_bytes) {
-    return "the view reaches " + std::to_string(bytes) + " bytes of a " + std::to_string(storage_bytes) +
-           "-byte storage";
+    return invalid("the view reaches " + std::to_string(bytes) + " bytes of a " + std::to_string(storage_bytes) +
+                   "-byte storage");
   }
-  return "";
+  return {};
 }
 
 namespace {
@@ -139,7 +139,7 @@ void set_current_stream(int32_t device_index, void* stream) {
   else current_streams.erase(device_index);
 }
 
-std::shared_ptr<Storage> allocate(uint64_t nbytes, int32_t device_type, int32_t device_index, std::string& why) {
+Result<std::shared_ptr<Storage>> allocate(uint64_t nbytes, int32_t device_type, int32_t device_index) {
   auto storage = std::make_shared<Storage>();
   storage->nbytes = nbytes;
   storage->device_type = device_type;
@@ -148,16 +148,12 @@ std::shared_ptr<Storage> allocate(uint64_t nbytes, int32_t device_type, int32_t 
   if (device_type == kDeviceCpu) {
     const uint64_t rounded = (nbytes + 63) / 64 * 64;
     storage->data = std::aligned_alloc(64, rounded);
-    if (!storage->data) {
-      why = "cannot allocate " + std::to_string(nbytes) + " bytes of host memory";
-      return nullptr;
-    }
+    if (!storage->data) return invalid("cannot allocate " + std::to_string(nbytes) + " bytes of host memory");
     storage->owner = Storage::Owner::Host;
     return storage;
   }
   if (device_type != kDeviceCuda) {
-    why = "device type " + std::to_string(device_type) + "; the built-in runtime has CPU (0) and CUDA (1)";
-    return nullptr;
+    return invalid("device type " + std::to_string(device_type) + "; the built-in runtime has CPU (0) and CUDA (1)");
   }
   DeviceScope scope(device_index);
   keep_pool_memory(device_index);
@@ -165,9 +161,8 @@ std::shared_ptr<Storage> allocate(uint64_t nbytes, int32_t device_type, int32_t 
   cudaError_t code = cudaMallocAsync(&storage->data, nbytes, static_cast<cudaStream_t>(stream));
   if (code != cudaSuccess) {
     storage->data = nullptr;
-    why = "cudaMallocAsync(" + std::to_string(nbytes) + " bytes) on GPU " + std::to_string(device_index) + ": " +
-          cuda_text(code);
-    return nullptr;
+    return invalid("cudaMallocAsync(" + std::to_string(nbytes) + " bytes) on GPU " + std::to_string(device_index) +
+                   ": " + cuda_text(code));
   }
   storage->owner = Storage::Owner::CudaPool;
   storage->stream = stream;
@@ -200,43 +195,42 @@ cudaStream_t stream_of(const Tensor& dst, const Tensor& src) {
 bool dense_row_major(const Tensor& tensor) { return tensor.is_contiguous(); }
 
 // Both on the GPU, through the kernel.
-std::string copy_on_gpu(const Tensor& dst, const Tensor& src, cudaStream_t stream) {
+Status copy_on_gpu(const Tensor& dst, const Tensor& src, cudaStream_t stream) {
   kernels::View to, from;
   if (!kernel_view(dst, to) || !kernel_view(src, from)) {
-    return "a copy between layouts of more than " + std::to_string(kernels::kMaxDims) + " dimensions";
+    return invalid("a copy between layouts of more than " + std::to_string(kernels::kMaxDims) + " dimensions");
   }
   const bool same = dst.dtype == src.dtype;
   if (!same && (!kernels::copyable_dtype(dst.dtype) || !kernels::copyable_dtype(src.dtype))) {
-    return "converting " + std::string(scalar_type_name(src.dtype)) + " into " + std::string(scalar_type_name(dst.dtype));
+    return invalid("converting " + std::string(scalar_type_name(src.dtype)) + " into " +
+                   std::string(scalar_type_name(dst.dtype)));
   }
   cudaError_t code = kernels::strided_copy(to, from, src.numel(), stream);
-  return code == cudaSuccess ? "" : cuda_text(code);
+  if (code != cudaSuccess) return invalid(cuda_text(code));
+  return {};
 }
 
 // A contiguous GPU copy of `tensor`'s elements in `dtype`.
-std::optional<Tensor> gpu_contiguous(const Tensor& tensor, int32_t device, std::string& why) {
+Result<Tensor> gpu_contiguous(const Tensor& tensor, int32_t device) {
   Tensor made;
   made.sizes = tensor.sizes;
   made.strides = contiguous_strides(tensor.sizes);
   made.dtype = tensor.dtype;
   const uint64_t bytes = static_cast<uint64_t>(tensor.numel()) * tensor.itemsize();
-  made.storage = allocate(bytes, kDeviceCuda, device, why);
-  if (!made.storage) return std::nullopt;
+  PTB_TRY(made.storage, allocate(bytes, kDeviceCuda, device));
   return made;
 }
 
 }  // namespace
 
-std::optional<Tensor> empty_like(const Tensor& like, std::string& why) {
-  return gpu_contiguous(like, like.storage->device_index, why);
+Result<Tensor> empty_like(const Tensor& like) { return gpu_contiguous(like, like.storage->device_index); }
+
+Result<Tensor> empty_cuda(const std::vector<int64_t>& sizes, int32_t dtype, int32_t device) {
+  return empty_strided_cuda(sizes, contiguous_strides(sizes), dtype, device);
 }
 
-std::optional<Tensor> empty_cuda(const std::vector<int64_t>& sizes, int32_t dtype, int32_t device, std::string& why) {
-  return empty_strided_cuda(sizes, contiguous_strides(sizes), dtype, device, why);
-}
-
-std::optional<Tensor> empty_strided_cuda(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
-                                         int32_t dtype, int32_t device, std::string& why) {
+Result<Tensor> empty_strided_cuda(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                                  int32_t dtype, int32_t device) {
   Tensor made;
   made.sizes = sizes;
   made.strides = strides;
@@ -245,37 +239,39 @@ std::optional<Tensor> empty_strided_cuda(const std::vector<int64_t>& sizes, cons
   auto elements = storage_elements_needed(sizes, made.strides, 0);
   uint64_t bytes = 0;
   if (!item || !elements || __builtin_mul_overflow(*elements, *item, &bytes)) {
-    why = "cannot allocate " + std::string(scalar_type_name(dtype)) + " tensor of these sizes";
-    return std::nullopt;
+    return invalid("cannot allocate " + std::string(scalar_type_name(dtype)) + " tensor of these sizes");
   }
-  made.storage = allocate(bytes, kDeviceCuda, device, why);
-  if (!made.storage) return std::nullopt;
+  PTB_TRY(made.storage, allocate(bytes, kDeviceCuda, device));
   return made;
 }
 
-std::string copy_elements(const Tensor& dst, const Tensor& src) {
-  if (dst.sizes != src.sizes) return "copying between tensors of different sizes";
+Status copy_elements(const Tensor& dst, const Tensor& src) {
+  if (dst.sizes != src.sizes) return invalid("copying between tensors of different sizes");
   const int64_t count = src.numel();
-  if (count == 0) return "";
+  if (count == 0) return {};
   const cudaStream_t stream = stream_of(dst, src);
   const bool same_dtype = dst.dtype == src.dtype;
   if (same_dtype && (dst.strides == src.strides || (dense_row_major(dst) && dense_row_major(src)))) {
     const uint64_t bytes = *storage_elements_needed(src.sizes, src.strides, 0) * src.itemsize();
     if (!on_gpu(dst) && !on_gpu(src)) {
       std::memmove(dst.data(), src.data(), bytes);
-      return "";
+      return {};
     }
     const cudaMemcpyKind kind = on_gpu(dst) ? (on_gpu(src) ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
                                             : cudaMemcpyDeviceToHost;
     cudaError_t code = cudaMemcpyAsync(dst.data(), src.data(), bytes, kind, stream);
     if (code == cudaSuccess && !on_gpu(dst)) code = cudaStreamSynchronize(stream);
-    return code == cudaSuccess ? "" : cuda_text(code);
+    if (code != cudaSuccess) return invalid(cuda_text(code));
+    return {};
   }
   if (on_gpu(dst) && on_gpu(src)) return copy_on_gpu(dst, src, stream);
   if (!on_gpu(dst) && !on_gpu(src)) {
     // Host to host between layouts: an element at a time (constants the
     // library keeps on the CPU; rare and small).
-    if (!same_dtype) return "converting " + std::string(scalar_type_name(src.dtype)) + " into " + std::string(scalar_type_name(dst.dtype)) + " on the CPU";
+    if (!same_dtype) {
+      return invalid("converting " + std::string(scalar_type_name(src.dtype)) + " into " +
+                     std::string(scalar_type_name(dst.dtype)) + " on the CPU");
+    }
     std::vector<int64_t> index(src.sizes.size(), 0);
     const auto item = static_cast<int64_t>(src.itemsize());
     const auto* from = static_cast<const uint8_t*>(src.data());
@@ -292,40 +288,40 @@ std::string copy_elements(const Tensor& dst, const Tensor& src) {
         index[i] = 0;
       }
     }
-    return "";
+    return {};
   }
   // Between host and GPU in different layouts: through a contiguous GPU
   // copy, which the kernel converts from or into.
-  std::string why;
   if (on_gpu(dst)) {
-    if (!dense_row_major(src)) return "copying a non-contiguous host tensor to the GPU";
-    auto staged = gpu_contiguous(src, dst.storage->device_index, why);
-    if (!staged) return why;
-    cudaError_t code = cudaMemcpyAsync(staged->data(), src.data(), static_cast<uint64_t>(count) * src.itemsize(),
+    if (!dense_row_major(src)) return invalid("copying a non-contiguous host tensor to the GPU");
+    PTB_TRY(Tensor staged, gpu_contiguous(src, dst.storage->device_index));
+    cudaError_t code = cudaMemcpyAsync(staged.data(), src.data(), static_cast<uint64_t>(count) * src.itemsize(),
                                        cudaMemcpyHostToDevice, stream);
-    if (code != cudaSuccess) return cuda_text(code);
-    return copy_on_gpu(dst, *staged, stream);
+    if (code != cudaSuccess) return invalid(cuda_text(code));
+    return copy_on_gpu(dst, staged, stream);
   }
   Tensor shaped = src;
   shaped.dtype = dst.dtype;
-  auto staged = gpu_contiguous(shaped, src.storage->device_index, why);
-  if (!staged) return why;
-  if (std::string failed = copy_on_gpu(*staged, src, stream); !failed.empty()) return failed;
-  if (!dense_row_major(dst)) return "copying into a non-contiguous host tensor";
-  cudaError_t code = cudaMemcpyAsync(dst.data(), staged->data(), static_cast<uint64_t>(count) * dst.itemsize(),
+  PTB_TRY(Tensor staged, gpu_contiguous(shaped, src.storage->device_index));
+  PTB_CHECK(copy_on_gpu(staged, src, stream));
+  if (!dense_row_major(dst)) return invalid("copying into a non-contiguous host tensor");
+  cudaError_t code = cudaMemcpyAsync(dst.data(), staged.data(), static_cast<uint64_t>(count) * dst.itemsize(),
                                      cudaMemcpyDeviceToHost, stream);
   if (code == cudaSuccess) code = cudaStreamSynchronize(stream);
-  return code == cudaSuccess ? "" : cuda_text(code);
+  if (code != cudaSuccess) return invalid(cuda_text(code));
+  return {};
 }
 
-std::string add_into(const Tensor& dst, const Tensor& src) {
+Status add_into(const Tensor& dst, const Tensor& src) {
   kernels::View to, from;
-  if (!kernel_view(dst, to) || !kernel_view(src, from)) return "an addition of more than 10 dimensions";
+  if (!kernel_view(dst, to) || !kernel_view(src, from)) return invalid("an addition of more than 10 dimensions");
   if (dst.dtype != src.dtype || !is_floating_type(dst.dtype) || dst.itemsize() > 8 || dst.itemsize() < 2) {
-    return "adding " + std::string(scalar_type_name(src.dtype)) + " to " + std::string(scalar_type_name(dst.dtype));
+    return invalid("adding " + std::string(scalar_type_name(src.dtype)) + " to " +
+                   std::string(scalar_type_name(dst.dtype)));
   }
   cudaError_t code = kernels::add(to, from, dst.numel(), stream_of(dst, src));
-  return code == cudaSuccess ? "" : cuda_text(code);
+  if (code != cudaSuccess) return invalid(cuda_text(code));
+  return {};
 }
 
 std::string tensor_text(const Tensor& tensor) {

@@ -13,6 +13,7 @@
 
 #include "ptbundle/base/dtype.h"
 #include "kernels/kernels.h"
+#include "ptbundle/base/result.h"
 
 namespace ptb::builtin {
 
@@ -59,14 +60,14 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
 std::optional<uint64_t> storage_elements_needed(const std::vector<int64_t>& sizes,
                                                 const std::vector<int64_t>& strides, int64_t offset);
 
-// Checks a view of `dtype` against its storage; "" when it fits, else why not.
-std::string check_view(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t offset,
-                       int32_t dtype, uint64_t storage_bytes);
+// Checks a view of `dtype` against its storage: an error says why it does
+// not fit.
+Status check_view(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t offset,
+                  int32_t dtype, uint64_t storage_bytes);
 
 // Memory for `nbytes` on the device: host memory aligned to 64 bytes, or
 // CUDA memory from the stream-ordered pool on the thread's current stream.
-// nullptr and `why` on failure.
-std::shared_ptr<Storage> allocate(uint64_t nbytes, int32_t device_type, int32_t device_index, std::string& why);
+Result<std::shared_ptr<Storage>> allocate(uint64_t nbytes, int32_t device_type, int32_t device_index);
 
 // The stream a CUDA stream guard made current on this thread for `device`
 // (the legacy default stream, nullptr, otherwise).
@@ -78,16 +79,16 @@ void set_current_stream(int32_t device_index, void* stream);
 // stream; a copy into host memory is finished when it returns. Dense views
 // of one dtype with equal strides are one cudaMemcpyAsync; others go through
 // the strided-copy kernel (strided_copy.cu) on the GPU.
-std::string copy_elements(const Tensor& dst, const Tensor& src);
+Status copy_elements(const Tensor& dst, const Tensor& src);
 
 // A new contiguous GPU tensor like `like` (sizes, dtype, device), on the
 // current stream.
-std::optional<Tensor> empty_like(const Tensor& like, std::string& why);
+Result<Tensor> empty_like(const Tensor& like);
 // A new contiguous tensor on GPU `device`, on the current stream.
-std::optional<Tensor> empty_cuda(const std::vector<int64_t>& sizes, int32_t dtype, int32_t device, std::string& why);
+Result<Tensor> empty_cuda(const std::vector<int64_t>& sizes, int32_t dtype, int32_t device);
 // The same with `strides` (the storage the view reaches).
-std::optional<Tensor> empty_strided_cuda(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
-                                         int32_t dtype, int32_t device, std::string& why);
+Result<Tensor> empty_strided_cuda(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                                  int32_t dtype, int32_t device);
 
 // The stream the library made current for this tensor's GPU.
 inline cudaStream_t stream_for(const Tensor& tensor) {
@@ -99,8 +100,8 @@ inline cudaStream_t stream_for(const Tensor& tensor) {
 bool kernel_view(const Tensor& tensor, kernels::View& view);
 
 // dst += src (same sizes; src may broadcast with 0 strides), on the GPU,
-// in order on the current stream; "" or why not.
-std::string add_into(const Tensor& dst, const Tensor& src);
+// in order on the current stream.
+Status add_into(const Tensor& dst, const Tensor& src);
 
 // "float32 [4, 16] (strides [16, 1])", for messages.
 std::string tensor_text(const Tensor& tensor);

@@ -5,13 +5,10 @@
 
 namespace ptb::builtin {
 
-std::optional<Tensor> weight_only_output(const Tensor& x, int64_t n, std::string& why) {
+Result<Tensor> weight_only_output(const Tensor& x, int64_t n) {
   const int64_t m = x.sizes[0];
-  if ((m + 7) / 8 > 65535) {
-    why = "self has " + std::to_string(m) + " rows; at most 524280 here";
-    return std::nullopt;
-  }
-  return empty_cuda({m, n}, ScalarType::BFloat16, x.storage->device_index, why);
+  if ((m + 7) / 8 > 65535) return invalid("self has " + std::to_string(m) + " rows; at most 524280 here");
+  return empty_cuda({m, n}, ScalarType::BFloat16, x.storage->device_index);
 }
 
 Status times_transposed(const Tensor& x, const Tensor& w, const Tensor& out) {

@@ -5,17 +5,14 @@
 // a bfloat16 [n, k] matrix and one cuBLASLt GEMM.
 #pragma once
 
-#include <optional>
-#include <string>
-
 #include "ptbundle/base/result.h"
 #include "engines/tensor.h"
 
 namespace ptb::builtin {
 
-// The product's [m, n] output for x [m, k], or nullopt and why. The direct
-// kernels tile x's rows by up to 8 in grid.y, whose limit bounds m.
-std::optional<Tensor> weight_only_output(const Tensor& x, int64_t n, std::string& why);
+// The product's [m, n] output for x [m, k]. The direct kernels tile x's
+// rows by up to 8 in grid.y, whose limit bounds m.
+Result<Tensor> weight_only_output(const Tensor& x, int64_t n);
 
 // out = x @ w^T on cuBLASLt, w the dequantized weights, bfloat16 [n, k].
 Status times_transposed(const Tensor& x, const Tensor& w, const Tensor& out);

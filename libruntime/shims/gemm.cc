@@ -61,9 +61,8 @@ AOTITorchError aoti_torch_cuda__addmm_activation(AtenTensorHandle self, AtenTens
   if (a.sizes.size() != 2 || b.sizes.size() != 2) return fail(function, "mat1 and mat2 must be 2-d");
   Tensor shape = a;
   shape.sizes = {a.sizes[0], b.sizes[1]};
-  std::string why;
-  auto out = empty_like(shape, why);
-  if (!out) return fail(function, why);
+  auto out = empty_like(shape);
+  if (!out) return fail(function, out.error().message);
   Status done = addmm_into(*out, *tensor_of(self), a, b, beta, alpha, use_gelu ? Activation::Gelu : Activation::Relu);
   if (!done.ok()) return fail(function, done.error().message);
   return hand_to_library(function, std::move(*out), ret0);

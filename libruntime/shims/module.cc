@@ -86,10 +86,9 @@ class BuiltinOps final : public detail::DeviceOps {
   Status copy(AtenTensorHandle dst, AtenTensorHandle src, int device, cudaStream_t stream) override {
     void* previous = current_stream(device);
     set_current_stream(device, stream);
-    std::string why = copy_elements(*tensor_of(dst), *tensor_of(src));
+    Status copied = copy_elements(*tensor_of(dst), *tensor_of(src));
     set_current_stream(device, previous);
-    if (!why.empty()) return invalid(why);
-    return {};
+    return copied;
   }
 
   std::unique_ptr<detail::BlobCopyRoute> route_blob_copies(const detail::LoadedLibrary&, Bytes, Bytes blob,

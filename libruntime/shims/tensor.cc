@@ -37,8 +37,9 @@ AOTITorchError view_of(const char* function, const std::shared_ptr<Storage>& sto
   tensor.strides = strides ? to_vector(strides, ndim) : contiguous_strides(tensor.sizes);
   tensor.storage_offset = offset;
   tensor.dtype = dtype;
-  std::string why = check_view(tensor.sizes, tensor.strides, offset, dtype, storage->nbytes);
-  if (!why.empty()) return fail(function, why);
+  if (Status fits = check_view(tensor.sizes, tensor.strides, offset, dtype, storage->nbytes); !fits.ok()) {
+    return fail(function, fits.error().message);
+  }
   *ret = hand_out(std::move(tensor));
   return *ret ? kShimSuccess : fail(function, "out of host memory");
 }
@@ -81,10 +82,9 @@ AOTITorchError aoti_torch_empty_strided(int64_t ndim, const int64_t* sizes, cons
   if (!elements || __builtin_mul_overflow(*elements, *item, &bytes)) {
     return fail(function, "negative or overflowing sizes or strides");
   }
-  std::string why;
-  auto storage = allocate(bytes, device_type, device_index, why);
-  if (!storage) return fail(function, why);
-  return view_of(function, storage, ndim, size_list.data(), stride_list.data(), 0, dtype, ret);
+  auto storage = allocate(bytes, device_type, device_index);
+  if (!storage) return fail(function, storage.error().message);
+  return view_of(function, *storage, ndim, size_list.data(), stride_list.data(), 0, dtype, ret);
 }
 
 AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int64_t ndim, const int64_t* sizes,
@@ -171,9 +171,9 @@ AOTITorchError aoti_torch_clone(AtenTensorHandle self, AtenTensorHandle* ret) {
                                source.dtype, source.storage->device_type, source.storage->device_index,
                                &made) != kShimSuccess)
     return kShimFailure;
-  if (std::string why = copy_elements(*tensor_of(made), source); !why.empty()) {
+  if (Status copied = copy_elements(*tensor_of(made), source); !copied.ok()) {
     delete tensor_of(made);
-    return fail(function, why);
+    return fail(function, copied.error().message);
   }
   *ret = made;
   return kShimSuccess;
@@ -188,9 +188,9 @@ AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle self, AtenTens
                                source.strides.data(), source.dtype, source.storage->device_type,
                                source.storage->device_index, &made) != kShimSuccess)
     return kShimFailure;
-  if (std::string why = copy_elements(*tensor_of(made), source); !why.empty()) {
+  if (Status copied = copy_elements(*tensor_of(made), source); !copied.ok()) {
     delete tensor_of(made);
-    return fail(function, why);
+    return fail(function, copied.error().message);
   }
   *ret = made;
   return kShimSuccess;
@@ -200,8 +200,7 @@ AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int
   const char* function = "aoti_torch_copy_";
   PTB_NEED(self, function);
   PTB_NEED(src, function);
-  std::string why = copy_elements(*tensor_of(self), *tensor_of(src));
-  return why.empty() ? kShimSuccess : fail(function, why);
+  return finish(function, copy_elements(*tensor_of(self), *tensor_of(src)));
 }
 
 AOTITorchError aoti_torch_assign_tensors(AtenTensorHandle src, AtenTensorHandle dst) {

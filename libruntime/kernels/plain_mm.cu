@@ -1,44 +1,19 @@
-// Weight-only integer matrix products on ExecuTorch's plain layouts
-// (plain_layout.h): int4/int5/int6/int8_plain_mm, what its CUDA backend's
-// quantized Linear compiles to. out [m, n] bfloat16 = x [m, k] bfloat16
-// times the dequantized weights transposed, accumulated in float32.
-//
-// ExecuTorch's own kernels quantize x to int8 per 32 values and multiply
-// with dp4a; these dequantize each weight exactly and multiply by x as
-// given, so they match a dequantize-then-Linear reference more closely
-// than ExecuTorch's runtime does.
-//
-// Two ways, by the number of rows: a warp per output column over up to 8
-// rows of x at a time (decoding: one pass over the weights per 8 rows); or,
-// from kGemmRows rows where cuBLASLt opens, the weights dequantized into a
-// bfloat16 [n, k] matrix and one GEMM on the tensor cores. Below kGemmRows
-// the direct kernel reads each weight byte at most kGemmRows / 8 times,
-// which costs less than writing and reading back 2 bytes a weight.
+// The plain-layout weight-only products' kernels (plain_mm.h): a
+// warp per output column over up to 8 rows of x, and the dequantization
+// into bfloat16 weights for the GEMM way.
 #include <cuda_bf16.h>
 
-#include <string>
+#include <algorithm>
+#include <cstdint>
 
-#include "engines/cuda_libraries.h"
 #include "kernels/plain_layout.h"
-#include "engines/plain_mm.h"
-#include "engines/weight_only.h"
+#include "kernels/plain_mm.h"
 
-using namespace ptb;
-using namespace ptb::builtin;
-
+namespace ptb::builtin::kernels {
 namespace {
 
 constexpr int kWarps = 8;
-constexpr int64_t kGemmRows = 64;
-constexpr int64_t kGemmWeightBytes = 256ll << 20;
 
-struct PlainMm {
-  PlainWeights w;
-  const __nv_bfloat16* x = nullptr;
-  int64_t x_row = 0, x_col = 1;  // strides in elements
-  int64_t m = 0, n = 0;
-  __nv_bfloat16* out = nullptr;  // [m, n], contiguous
-};
 
 // The low bits of weights (n, k0) .. (n, k0 + 31), four octets: where the
 // whole chunk lies in a row that keeps 16-byte alignment (`wide`), in one
@@ -130,13 +105,6 @@ void launch(const PlainMm& p, cudaStream_t stream) {
   plain_mm<kRows><<<grid, kWarps * 32, 0, stream>>>(p, x_vector, wide);
 }
 
-void launch_direct(const PlainMm& p, cudaStream_t stream) {
-  if (p.m == 1) launch<1>(p, stream);
-  else if (p.m == 2) launch<2>(p, stream);
-  else if (p.m <= 4) launch<4>(p, stream);
-  else launch<8>(p, stream);
-}
-
 // w[n][k] = the dequantized weight (n, k), bfloat16, row-major; n * k < 2^31.
 // A thread per 8 weights, stored as one 16-byte word (k is a multiple of 8).
 __global__ void plain_dequantize(PlainWeights weights, uint32_t n_size, __nv_bfloat16* w) {
@@ -152,54 +120,20 @@ __global__ void plain_dequantize(PlainWeights weights, uint32_t n_size, __nv_bfl
   }
 }
 
-Status dequantized_mm(const PlainMm& p, const Tensor& x, const Tensor& out, cudaStream_t stream) {
-  std::string why;
-  auto w = empty_cuda({p.n, static_cast<int64_t>(p.w.k)}, ScalarType::BFloat16, x.storage->device_index, why);
-  if (!w) return invalid(why);
-  constexpr int kThreads = 256;
-  const int64_t blocks = std::min<int64_t>((p.n * p.w.k / 8 + kThreads - 1) / kThreads, 1 << 16);
-  plain_dequantize<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p.w, static_cast<uint32_t>(p.n),
-                                                                            static_cast<__nv_bfloat16*>(w->data()));
-  if (cudaError_t code = cudaGetLastError(); code != cudaSuccess) return invalid(cudaGetErrorString(code));
-  return times_transposed(x, *w, out);
-}
-
 }  // namespace
 
-namespace ptb::builtin {
-
-Result<Tensor> run_plain_mm(int bits, const PlainArgs& a) {
-  std::string why = check_plain_mm(bits, a);
-  if (!why.empty()) return invalid(why);
-  const Tensor& x = *a.x;
-  PlainMm p;
-  p.m = x.sizes[0];
-  p.n = a.ql->sizes[0];
-  p.w.bits = bits;
-  p.w.k = static_cast<uint32_t>(x.sizes[1]);
-  p.w.group = static_cast<uint32_t>(a.group);
-  p.w.ql = static_cast<const uint8_t*>(a.ql->data());
-  p.w.qh = a.qh ? static_cast<const uint8_t*>(a.qh->data()) : nullptr;
-  p.w.scale = static_cast<const uint8_t*>(a.scale->data());
-  p.w.scale_step = a.scale_step ? static_cast<const uint16_t*>(a.scale_step->data()) : nullptr;
-  p.w.zero = a.zero ? static_cast<const uint8_t*>(a.zero->data()) : nullptr;
-  p.w.zero_step = a.zero_step ? static_cast<const uint16_t*>(a.zero_step->data()) : nullptr;
-  auto out = weight_only_output(x, p.n, why);
-  if (!out) return invalid(why);
-  p.x = static_cast<const __nv_bfloat16*>(x.data());
-  p.x_row = x.strides[0];
-  p.x_col = x.strides[1];
-  p.out = static_cast<__nv_bfloat16*>(out->data());
-  if (p.m > 0 && p.n > 0) {
-    const cudaStream_t stream = stream_for(x);
-    const bool gemm = p.m >= kGemmRows && p.w.k > 0 && p.n * p.w.k < (int64_t{1} << 31) &&
-                      p.n * p.w.k * 2 <= kGemmWeightBytes && cublas_lt() != nullptr;
-    // Where the GEMM cannot run after all, the direct kernel serves.
-    if (!gemm || !dequantized_mm(p, x, *out, stream).ok()) launch_direct(p, stream);
-    if (cudaError_t code = cudaGetLastError(); code != cudaSuccess)
-      return invalid(std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code));
-  }
-  return std::move(*out);
+void plain_direct(const PlainMm& p, cudaStream_t stream) {
+  if (p.m == 1) launch<1>(p, stream);
+  else if (p.m == 2) launch<2>(p, stream);
+  else if (p.m <= 4) launch<4>(p, stream);
+  else launch<8>(p, stream);
 }
 
-}  // namespace ptb::builtin
+cudaError_t plain_dequantize_into(const PlainMm& p, __nv_bfloat16* w, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  const int64_t blocks = std::min<int64_t>((p.n * p.w.k / 8 + kThreads - 1) / kThreads, 1 << 16);
+  plain_dequantize<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p.w, static_cast<uint32_t>(p.n), w);
+  return cudaGetLastError();
+}
+
+}  // namespace ptb::builtin::kernels

@@ -1,17 +1,16 @@
-// The draws of the random shims (random.h) on the runtime's generator
-// (random_state.h says how it keeps its state).
+// The random shims' kernels (random.h): Philox4x32-10 draws whose counter
+// lives in GPU memory (engines/random_state.h says why).
+#include "kernels/random.h"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
-#include <mutex>
-#include <unordered_map>
 
-#include "engines/random.h"
-#include "engines/random_state.h"
-#include "engines/tensor.h"
+#include "ptbundle/base/dtype.h"
 
-namespace ptb::builtin {
+namespace ptb::builtin::kernels {
 namespace {
 
 struct Keys {
@@ -59,17 +58,15 @@ __device__ void put_real(void* out, int64_t at, int32_t dtype, double value) {
   }
 }
 
-enum class Draw { Uniform, Normal };
-
 // Reads the counter at its start; draw_done moves it on afterwards.
-__global__ void draw_real(void* out, int32_t dtype, int64_t count, Draw draw, uint64_t seed,
+__global__ void draw_real(void* out, int32_t dtype, int64_t count, bool normal, uint64_t seed,
                           const unsigned long long* counter) {
   const unsigned long long base = *counter;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const uint4 w = words(seed, base, static_cast<uint64_t>(i));
     double value = unit(w.x, w.y);
-    if (draw == Draw::Normal) value = sqrt(-2.0 * log(value)) * cospi(2.0 * unit(w.z, w.w));
+    if (normal) value = sqrt(-2.0 * log(value)) * cospi(2.0 * unit(w.z, w.w));
     else value = 1.0 - value;  // [0, 1)
     put_real(out, i, dtype, value);
   }
@@ -100,92 +97,26 @@ __global__ void draw_integers(void* out, int32_t dtype, int64_t count, int64_t l
 
 __global__ void draw_done(unsigned long long* counter, unsigned long long used) { *counter += used; }
 
-struct Generator {
-  std::mutex mutex;
-  uint64_t key = 0;
-  std::unordered_map<int, unsigned long long*> counters;  // by device
-};
-
-Generator& generator() {
-  static Generator state;
-  return state;
-}
-
 constexpr int kThreads = 256;
 
 unsigned blocks_for(int64_t count) {
   return static_cast<unsigned>(std::min<int64_t>((count + kThreads - 1) / kThreads, 4096));
 }
 
-// Launches `kernel` for `count` values of `out`, then moves the counter on.
-template <class Launch>
-Status draw(const Tensor& out, Launch&& launch) {
-  if (!out.is_contiguous()) return invalid("the output is not contiguous");
-  if (out.storage->device_type != kDeviceCuda) return invalid("the output is not on the GPU");
-  PTB_TRY(RandomState state, random_state(out.storage->device_index));
-  const int64_t count = out.numel();
-  if (count == 0) return {};
-  auto stream = static_cast<cudaStream_t>(current_stream(out.storage->device_index));
-  launch(state, count, stream);
-  draw_done<<<1, 1, 0, stream>>>(state.counter, static_cast<unsigned long long>(count));
-  if (cudaError_t code = cudaGetLastError(); code != cudaSuccess)
-    return invalid(std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code));
-  return {};
-}
-
-Status fill_real(const Tensor& out, Draw kind) {
-  if (!is_floating_type(out.dtype) || out.itemsize() > 8 || out.itemsize() < 2) {
-    return invalid(std::string(scalar_type_name(out.dtype)) + " output; expected float16, bfloat16, float32 or float64");
-  }
-  return draw(out, [&](const RandomState& state, int64_t count, cudaStream_t stream) {
-    draw_real<<<blocks_for(count), kThreads, 0, stream>>>(out.data(), out.dtype, count, kind, state.key, state.counter);
-  });
-}
-
 }  // namespace
 
-Status random_uniform(const Tensor& out) { return fill_real(out, Draw::Uniform); }
-
-Status random_normal(const Tensor& out) { return fill_real(out, Draw::Normal); }
-
-Status random_integers(const Tensor& out, int64_t low, int64_t high) {
-  if (high <= low) return invalid("high " + std::to_string(high) + " is not above low " + std::to_string(low));
-  return draw(out, [&](const RandomState& state, int64_t count, cudaStream_t stream) {
-    const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
-    draw_integers<<<blocks_for(count), kThreads, 0, stream>>>(out.data(), out.dtype, count, low, range, state.key,
-                                                               state.counter);
-  });
+cudaError_t random_reals(void* out, int32_t dtype, int64_t count, bool normal, uint64_t seed,
+                         unsigned long long* counter, cudaStream_t stream) {
+  draw_real<<<blocks_for(count), kThreads, 0, stream>>>(out, dtype, count, normal, seed, counter);
+  draw_done<<<1, 1, 0, stream>>>(counter, static_cast<unsigned long long>(count));
+  return cudaGetLastError();
 }
 
-void seed_random(uint64_t seed) {
-  Generator& g = generator();
-  std::lock_guard lock(g.mutex);
-  g.key = seed;
-  for (auto& [device, counter] : g.counters) {
-    int previous = 0;
-    cudaGetDevice(&previous);
-    cudaSetDevice(device);
-    cudaMemset(counter, 0, sizeof *counter);
-    cudaSetDevice(previous);
-  }
+cudaError_t random_integers(void* out, int32_t dtype, int64_t count, int64_t low, uint64_t range, uint64_t seed,
+                            unsigned long long* counter, cudaStream_t stream) {
+  draw_integers<<<blocks_for(count), kThreads, 0, stream>>>(out, dtype, count, low, range, seed, counter);
+  draw_done<<<1, 1, 0, stream>>>(counter, static_cast<unsigned long long>(count));
+  return cudaGetLastError();
 }
 
-Result<RandomState> random_state(int device) {
-  Generator& g = generator();
-  std::lock_guard lock(g.mutex);
-  auto& counter = g.counters[device];
-  if (!counter) {
-    // Allocated at the first draw, which a graph capture never is: the
-    // first call of a model runs without one.
-    cudaError_t code = cudaMalloc(&counter, sizeof *counter);
-    if (code == cudaSuccess) code = cudaMemset(counter, 0, sizeof *counter);
-    if (code != cudaSuccess) {
-      counter = nullptr;
-      return invalid(std::string("allocating the random generator's counter: ") + cudaGetErrorString(code));
-    }
-  }
-  return RandomState{g.key, counter};
-}
-
-}  // namespace ptb::builtin
-
+}  // namespace ptb::builtin::kernels
