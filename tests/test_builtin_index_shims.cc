@@ -9,8 +9,8 @@
 #include "support.h"
 
 #if defined(PTB_TEST_SHIM_CORE)
-#include "shims.h"
-#include "tensor.h"
+#include "shims/shims.h"
+#include "engines/tensor.h"
 
 using namespace ptb;
 using namespace ptb::builtin;

@@ -1,6 +1,6 @@
 // The built-in AOTInductor runtime's shims and tensor type, called directly
 // on host tensors (no GPU needed), and the shim table kept equal to the
-// module's exports and to the declarations in libcuda/builtin/shims.h.
+// module's exports and to the declarations in libruntime/shims/shims.h.
 #include <dlfcn.h>
 
 #include <cstring>
@@ -12,8 +12,8 @@
 #include "support.h"
 
 #if defined(PTB_TEST_SHIM_CORE)
-#include "shims.h"
-#include "tensor.h"
+#include "shims/shims.h"
+#include "engines/tensor.h"
 #endif
 
 using namespace ptb;
@@ -97,10 +97,11 @@ TEST_CASE("built-in runtime shims: strides, storage extent and view checks") {
   CHECK_FALSE(storage_elements_needed({2}, {-1}, 0));
   CHECK_FALSE(storage_elements_needed({2}, {1}, -1));
   CHECK_FALSE(storage_elements_needed({INT64_MAX, 3}, {INT64_MAX, 1}, 0));
-  CHECK(check_view({2, 3}, {3, 1}, 0, ScalarType::Float, 24).empty());
-  CHECK(check_view({2, 3}, {3, 1}, 1, ScalarType::Float, 24) == "the view reaches 28 bytes of a 24-byte storage");
-  CHECK(check_view({2}, {1}, 0, 99, 1024) == "unknown dtype 99");
-  CHECK(check_view({2, 3}, {1}, 0, ScalarType::Float, 1024) == "sizes and strides differ in length");
+  CHECK(check_view({2, 3}, {3, 1}, 0, ScalarType::Float, 24).ok());
+  CHECK(check_view({2, 3}, {3, 1}, 1, ScalarType::Float, 24).error().message ==
+        "the view reaches 28 bytes of a 24-byte storage");
+  CHECK(check_view({2}, {1}, 0, 99, 1024).error().message == "unknown dtype 99");
+  CHECK(check_view({2, 3}, {1}, 0, ScalarType::Float, 1024).error().message == "sizes and strides differ in length");
 #endif
 }
 
@@ -322,19 +323,19 @@ TEST_CASE("built-in runtime shims: the module exports exactly the listed shims, 
 }
 
 #if defined(PTB_TEST_SHIM_CORE)
-#include "route_check.h"
+#include "engines/route_check.h"
 
 namespace {
 
 // A host float64 tensor of `values` at `strides`.
 Tensor host_doubles(const std::vector<double>& values, std::vector<int64_t> sizes, std::vector<int64_t> strides) {
-  std::string why;
   Tensor t;
   t.sizes = std::move(sizes);
   t.strides = std::move(strides);
   t.dtype = ScalarType::Double;
-  t.storage = allocate(values.size() * 8, kDeviceCpu, 0, why);
-  REQUIRE(t.storage);
+  auto storage = allocate(values.size() * 8, kDeviceCpu, 0);
+  REQUIRE(storage.ok());
+  t.storage = *storage;
   std::memcpy(t.storage->data, values.data(), values.size() * 8);
   return t;
 }

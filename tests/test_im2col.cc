@@ -10,7 +10,7 @@
 #include "support.h"
 
 #if defined(PTB_TEST_SHIM_CORE)
-#include "im2col.h"
+#include "kernels/im2col.h"
 
 using ptb::builtin::Im2col;
 using ptb::builtin::im2col_at;

@@ -11,7 +11,7 @@
 #include "support.h"
 
 #if defined(PTB_TEST_SHIM_CORE)
-#include "int4_layout.h"
+#include "kernels/int4_layout.h"
 
 using ptb::builtin::int4_position;
 using ptb::builtin::int4_weight_at;

@@ -1,4 +1,4 @@
-// ExecuTorch's plain int4/5/6/8 weight layouts (libcuda/builtin/
+// ExecuTorch's plain int4/5/6/8 weight layouts (libruntime/kernels/
 // plain_layout.h), read as plain_mm.cu's kernels read them (8 at a time),
 // against bytes laid out here from the layouts' descriptions in ExecuTorch's headers
 // (backends/cuda/runtime/shims/int*_plain_mm.h): hand-placed bits first,
@@ -11,10 +11,10 @@
 #include "support.h"
 
 #if defined(PTB_TEST_SHIM_CORE)
-#include "plain_layout.h"
-#include "plain_mm.h"
-#include "shims.h"
-#include "tensor.h"
+#include "kernels/plain_layout.h"
+#include "engines/plain_mm.h"
+#include "shims/shims.h"
+#include "engines/tensor.h"
 
 using namespace ptb;
 using namespace ptb::builtin;
@@ -228,12 +228,15 @@ Tensor made(int32_t dtype, std::vector<int64_t> sizes) {
   t.dtype = dtype;
   t.sizes = sizes;
   t.strides = contiguous_strides(sizes);
-  std::string why;
   const uint64_t bytes = static_cast<uint64_t>(t.numel()) * *scalar_type_size(dtype);
-  t.storage = allocate(bytes ? bytes : 1, kDeviceCpu, 0, why);
-  REQUIRE(t.storage);
+  auto storage = allocate(bytes ? bytes : 1, kDeviceCpu, 0);
+  REQUIRE(storage.ok());
+  t.storage = *storage;
   return t;
 }
+
+// What check_plain_mm says is wrong, "" when nothing is.
+std::string why_not(const Status& status) { return status.ok() ? "" : status.error().message; }
 
 }  // namespace
 
@@ -245,38 +248,38 @@ TEST_CASE("plain mm shims: the argument checks name what is wrong") {
   Tensor step = made(ScalarType::Half, {16, 2});
   Tensor zero = made(ScalarType::Byte, {16, 8});
   PlainArgs a{&x, &qdata, nullptr, &scale, &step, &zero, &step, 64};
-  CHECK(check_plain_mm(4, a) == "the tensors are not all on the GPU");  // everything else is right
+  CHECK(why_not(check_plain_mm(4, a)) == "the tensors are not all on the GPU");  // everything else is right
   a.group = 48;
-  CHECK(check_plain_mm(4, a).find("group_size 48; expected a power of 2") == 0);
+  CHECK(why_not(check_plain_mm(4, a)).find("group_size 48; expected a power of 2") == 0);
   a.group = 64;
   Tensor x_float = made(ScalarType::Float, {2, 512});
   a.x = &x_float;
-  CHECK(check_plain_mm(4, a).find("self float32 [2, 512]") == 0);
+  CHECK(why_not(check_plain_mm(4, a)).find("self float32 [2, 512]") == 0);
   Tensor x_short = made(ScalarType::BFloat16, {2, 320});
   a.x = &x_short;
-  CHECK(check_plain_mm(4, a).find("k = 320; expected a multiple of 256") == 0);
+  CHECK(why_not(check_plain_mm(4, a)).find("k = 320; expected a multiple of 256") == 0);
   a.x = &x;
   Tensor scale_wrong = made(ScalarType::Byte, {16, 4});
   a.scale = &scale_wrong;
-  CHECK(check_plain_mm(4, a).find("scale uint8 [16, 4]") == 0);
-  CHECK(check_plain_mm(4, a).find("expected a contiguous uint8 or int8 [16, 8] ([n, k/group_size])") != std::string::npos);
+  CHECK(why_not(check_plain_mm(4, a)).find("scale uint8 [16, 4]") == 0);
+  CHECK(why_not(check_plain_mm(4, a)).find("expected a contiguous uint8 or int8 [16, 8] ([n, k/group_size])") != std::string::npos);
   a.scale = &scale;
   Tensor step_f32 = made(ScalarType::Float, {16, 2});
   a.zero_step = &step_f32;
-  CHECK(check_plain_mm(4, a).find("zero_point_step float32") == 0);
+  CHECK(why_not(check_plain_mm(4, a)).find("zero_point_step float32") == 0);
 
   // int5 and int6 need their high planes; int6's scale codes are int8.
   Tensor qh5 = made(ScalarType::Byte, {16, 64});
   PlainArgs five{&x, &qdata, &qh5, &scale, &step, &zero, &step, 64};
-  CHECK(check_plain_mm(5, five) == "the tensors are not all on the GPU");
+  CHECK(why_not(check_plain_mm(5, five)) == "the tensors are not all on the GPU");
   five.qh = &qdata;
-  CHECK(check_plain_mm(5, five).find("qh uint8 [16, 256]") == 0);
+  CHECK(why_not(check_plain_mm(5, five)).find("qh uint8 [16, 256]") == 0);
   Tensor qh6 = made(ScalarType::Byte, {16, 128});
   Tensor scale6 = made(ScalarType::Char, {16, 32});
   PlainArgs six{&x, &qdata, &qh6, &scale6, &step, nullptr, nullptr, 16};
-  CHECK(check_plain_mm(6, six) == "the tensors are not all on the GPU");
+  CHECK(why_not(check_plain_mm(6, six)) == "the tensors are not all on the GPU");
   six.scale = &scale;
-  CHECK(check_plain_mm(6, six).find("scale uint8 [16, 8]") == 0);
+  CHECK(why_not(check_plain_mm(6, six)).find("scale uint8 [16, 8]") == 0);
 
   // int8: k need not be a multiple of 256, only of the group.
   Tensor x96 = made(ScalarType::BFloat16, {2, 96});
@@ -284,9 +287,9 @@ TEST_CASE("plain mm shims: the argument checks name what is wrong") {
   Tensor scale8 = made(ScalarType::BFloat16, {16, 3});
   Tensor zero8 = made(ScalarType::Char, {16, 3});
   PlainArgs eight{&x96, &q8, nullptr, &scale8, nullptr, &zero8, nullptr, 32};
-  CHECK(check_plain_mm(8, eight) == "the tensors are not all on the GPU");
+  CHECK(why_not(check_plain_mm(8, eight)) == "the tensors are not all on the GPU");
   eight.group = 48;
-  CHECK(check_plain_mm(8, eight).find("group_size 48; expected a multiple of 32") == 0);
+  CHECK(why_not(check_plain_mm(8, eight)).find("group_size 48; expected a multiple of 32") == 0);
 }
 
 TEST_CASE("plain mm shims: refuse null handles, and a call with ExecuTorch's earlier int4 and int6 signatures") {

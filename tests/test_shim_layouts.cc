@@ -23,8 +23,8 @@
 
 #if defined(PTB_TEST_SHIM_CORE)
 #include "gpu/reference_kernels.h"
-#include "shims.h"
-#include "tensor.h"
+#include "shims/shims.h"
+#include "engines/tensor.h"
 
 using namespace ptb;
 namespace ref = ptb::test::reference;

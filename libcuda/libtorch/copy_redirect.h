@@ -2,7 +2,7 @@
 // constant with a synchronous cudaMemcpy from the blob in pageable memory:
 // about a tenth of what the bus carries from pinned memory. A library linked to libtorch binds cudaMemcpy to LibTorch's CUDA
 // runtime, which this runtime cannot replace (the built-in runtime exports
-// its own: builtin/memcpy_route.h). So while it loads the blob, the
+// its own: libruntime/engines/memcpy_route.h). So while it loads the blob, the
 // library's cudaMemcpy import (a GOT slot) is pointed at a function that
 // sends the blob's host-to-device copies to the route's copier, and every
 // other call to the real cudaMemcpy. The slots are put back when the

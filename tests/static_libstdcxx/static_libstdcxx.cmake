@@ -26,11 +26,10 @@ foreach(variant 1 2)
 endforeach()
 add_custom_target(ptb_locale_user ALL DEPENDS ${PTB_LOCALE_USER_OUTPUTS})
 
-add_executable(ptb_static_libstdcxx_tests ${CMAKE_CURRENT_LIST_DIR}/test_static_libstdcxx.cc
-               ${PROJECT_SOURCE_DIR}/libcuda/runner/loaded_library.cc)
+add_executable(ptb_static_libstdcxx_tests ${CMAKE_CURRENT_LIST_DIR}/test_static_libstdcxx.cc)
 add_dependencies(ptb_static_libstdcxx_tests ptb_locale_user)
-target_include_directories(ptb_static_libstdcxx_tests PRIVATE ${DOCTEST_INCLUDE_DIR} ${PROJECT_SOURCE_DIR}/libcuda)
-target_link_libraries(ptb_static_libstdcxx_tests PRIVATE ptbundle_cuda ptb_warnings ${CMAKE_DL_LIBS})
+target_include_directories(ptb_static_libstdcxx_tests PRIVATE ${DOCTEST_INCLUDE_DIR})
+target_link_libraries(ptb_static_libstdcxx_tests PRIVATE ptb_runner_loader ptbundle_cuda ptb_warnings ${CMAKE_DL_LIBS})
 target_link_options(ptb_static_libstdcxx_tests PRIVATE -static-libstdc++)
 target_compile_definitions(ptb_static_libstdcxx_tests PRIVATE
   PTB_LOCALE_USER_A="${PTB_LOCALE_USER_DIR}/locale_user_1.so"
