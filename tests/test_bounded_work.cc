@@ -131,6 +131,7 @@ TEST_CASE("bounded work: verify reports an unlisted sparse file without hashing 
   quick.timeout_seconds = 15;
   {
     // Unsigned: neither bundle.json nor a signature lists it.
+    std::ofstream(bundle / "planted.ptd").close();
     REQUIRE(::truncate((bundle / "planted.ptd").c_str(), off_t{64} << 30) == 0);
     auto verified = run_child({"verify", bundle.string(), "--gpu", "none"}, quick);
     CHECK_FALSE(verified.timed_out);
@@ -143,6 +144,7 @@ TEST_CASE("bounded work: verify reports an unlisted sparse file without hashing 
     // Signed, then a file added: not in the signature, said without its digest.
     auto signed_ = run_child({"sign", bundle.string(), "--key", (dir / "key.pem").string()});
     REQUIRE_MESSAGE(signed_.exit_code == 0, signed_.err);
+    std::ofstream(bundle / "notes.bin").close();
     REQUIRE(::truncate((bundle / "notes.bin").c_str(), off_t{64} << 30) == 0);
     auto verified = run_child({"verify", bundle.string(), "--gpu", "none", "--key", (dir / "pub.pem").string()}, quick);
     CHECK_FALSE(verified.timed_out);
