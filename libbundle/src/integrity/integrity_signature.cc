@@ -39,10 +39,12 @@ bool check_signed_files(const std::string& dir, const SignedStatement& statement
   std::map<std::string, bool> seen;
   for (const FileDigest& file : digests.files) {
     if (ignored_by(statement, file.path)) continue;
-    // An interrupted writer's temporary file (a killed sign's among them) is
-    // no file of the bundle: the leftover check warns about it, and the next
-    // writer removes it.
-    if (is_temporary_name(file.path.substr(file.path.rfind('/') + 1)) || file.path == kStagingMarkerName) continue;
+    // An interrupted writer's temporary file (a killed sign's among them) or
+    // its lock file is no file of the bundle: the leftover check warns about
+    // it, and the next writer removes it.
+    if (is_temporary_name(file.path.substr(file.path.rfind('/') + 1)) || file.path == kStagingMarkerName ||
+        file.path == kLockFileName)
+      continue;
     const std::string path = in_folder(dir, file.path);
     auto listed = signed_files.find(file.path);
     if (listed != signed_files.end()) seen[file.path] = true;
