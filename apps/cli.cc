@@ -36,7 +36,12 @@ Option CommandLine::option(const std::string& names, std::string& into, const st
 }
 
 Option CommandLine::option(const std::string& names, std::vector<std::string>& into, const std::string& help) {
-  return Option(app_->add_option(names, into, help));
+  CLI::Option* option = app_->add_option(names, into, help);
+  // A named option takes one value per flag, repeated for more (--key a.pem
+  // --key b.pem): taking all that follow would swallow the positional
+  // arguments after it ("verify --key pub.pem B1 B2" would read B1 as a key).
+  if (!names.empty() && names.front() == '-') option->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  return Option(option);
 }
 
 Option CommandLine::option(const std::string& names, std::optional<double>& into, const std::string& help) {

@@ -1,11 +1,14 @@
 // ptbundle: package PyTorch models compiled ahead of time for NVIDIA GPUs into
 // bundles that can be checked before they are loaded.
 #include <fcntl.h>
+#include <signal.h>
 
+#include <cstdio>
 #include <string_view>
 #include <vector>
 
 #include "command.h"
+#include "ptbundle/base/interrupt.h"
 
 namespace ptb::app {
 namespace {
@@ -57,6 +60,11 @@ std::string command_names(const std::vector<Command>& commands) {
 
 int main(int argc, char** argv) {
   using namespace ptb::app;
+  // Past the file size limit (ulimit -f) a write fails with EFBIG, which
+  // the command reports as an I/O error and cleans up after (temporary files,
+  // the bundle's lock); SIGXFSZ's default action would kill it first and
+  // leave them behind.
+  ::signal(SIGXFSZ, SIG_IGN);
   // Checked before any command runs, so that a command never makes a change
   // and then fails to say so (exit 3 after a commit).
   const bool stdout_ok = stdout_usable();
@@ -98,7 +106,14 @@ int main(int argc, char** argv) {
       return out.fail(ptb::io_error("stdout: closed or not open for writing; expected somewhere to write the report "
                                     "(nothing was done)"));
     }
-    return command.action(out);
+    const int status = command.action(out);
+    // A signal that arrived while a commit was renaming files into place
+    // waited for it; the change is made, and the exit status says so.
+    if (const int signal_number = ptb::interrupted_after_commit()) {
+      const char* name = signal_number == SIGINT ? "SIGINT" : signal_number == SIGTERM ? "SIGTERM" : "SIGHUP";
+      std::fprintf(stderr, "ptbundle: %s arrived during the commit, which completed first: the change is in place\n", name);
+    }
+    return status;
   }
   return Output("", false).fail(ptb::usage_error("no command given; see ptbundle --help"));
 }

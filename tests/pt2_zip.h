@@ -22,13 +22,16 @@ namespace ptb::test {
 struct ZipEntry {
   std::string name;
   std::string bytes;
-  uint64_t zeros = 0;  // instead of bytes: this many zero bytes, generated while written
+  uint64_t zeros = 0;  // this many zero bytes after `bytes`, generated while written
   bool stored = false;
+  int32_t method = -1;  // a ZIP_CM_* method instead of stored or deflate
 };
 
+// `prefix`, then zeros up to `size` bytes in all.
 struct ZeroSource {
   uint64_t size = 0;
   uint64_t at = 0;
+  std::string prefix;
 };
 
 inline zip_int64_t zero_callback(void* state, void* data, zip_uint64_t length, zip_source_cmd_t cmd) {
@@ -38,6 +41,10 @@ inline zip_int64_t zero_callback(void* state, void* data, zip_uint64_t length, z
     case ZIP_SOURCE_READ: {
       uint64_t n = std::min<uint64_t>(length, source->size - source->at);
       std::memset(data, 0, n);
+      if (source->at < source->prefix.size()) {
+        uint64_t k = std::min<uint64_t>(n, source->prefix.size() - source->at);
+        std::memcpy(data, source->prefix.data() + source->at, k);
+      }
       source->at += n;
       return static_cast<zip_int64_t>(n);
     }
@@ -65,7 +72,7 @@ inline void write_zip(const fs::path& path, const std::vector<ZipEntry>& entries
   for (const auto& entry : entries) {
     zip_source_t* source = nullptr;
     if (entry.zeros) {
-      source = zip_source_function(zip, zero_callback, new ZeroSource{entry.zeros, 0});
+      source = zip_source_function(zip, zero_callback, new ZeroSource{entry.bytes.size() + entry.zeros, 0, entry.bytes});
     } else if (entry.bytes.empty()) {
       source = zip_source_buffer(zip, nullptr, 0, 0);  // libzip does not free a 0-byte buffer it is given
     } else {
@@ -76,7 +83,8 @@ inline void write_zip(const fs::path& path, const std::vector<ZipEntry>& entries
     REQUIRE(source);
     zip_int64_t index = zip_file_add(zip, entry.name.c_str(), source, ZIP_FL_ENC_UTF_8);
     REQUIRE(index >= 0);
-    zip_set_file_compression(zip, static_cast<zip_uint64_t>(index), entry.stored ? ZIP_CM_STORE : ZIP_CM_DEFLATE, 1);
+    const int32_t method = entry.method >= 0 ? entry.method : entry.stored ? ZIP_CM_STORE : ZIP_CM_DEFLATE;
+    REQUIRE(zip_set_file_compression(zip, static_cast<zip_uint64_t>(index), method, 1) == 0);
   }
   REQUIRE(zip_close(zip) == 0);
 }

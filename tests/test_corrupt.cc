@@ -283,6 +283,27 @@ TEST_CASE("corrupt: a .ptd whose named data points at a missing segment") {
         std::string::npos);
 }
 
+TEST_CASE("corrupt: a key listed twice, with different bytes, is refused in a .ptd and in a .pte's named data") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  auto bytes = edited_cuda_ptd([](fb::ptd::FlatTensorT& tensor) {
+    REQUIRE(tensor.named_data.size() >= 2);
+    REQUIRE(tensor.named_data[0]->segment_index != tensor.named_data[1]->segment_index);
+    tensor.named_data[1]->key = tensor.named_data[0]->key;
+  });
+  auto error = open_error<PtdFile>(dir / "w.ptd", bytes);
+  CHECK_MESSAGE(error.message.find("appears twice (named data entries 0 and 1); expected each key once") != std::string::npos,
+                error.message);
+
+  auto pte = edited_cuda_pte([](fb::ProgramT& program) {
+    REQUIRE(program.named_data.size() >= 1);
+    auto copy = std::make_unique<fb::NamedDataT>(*program.named_data[0]);
+    program.named_data.push_back(std::move(copy));
+  });
+  auto pte_error = open_error<PteFile>(dir / "w.pte", pte);
+  CHECK_MESSAGE(pte_error.message.find("' appears twice (entries 0 and ") != std::string::npos, pte_error.message);
+}
+
 TEST_CASE("corrupt: indices in a program that point nowhere") {
   PTB_REQUIRE_FIXTURES();
   TempDir dir;

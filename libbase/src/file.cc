@@ -210,7 +210,8 @@ Status AtomicOutput::write(Bytes data) {
     ssize_t n = ::write(fd_, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return io_error(final_path_ + ": write failed: " + errno_text());
+      return io_error(final_path_ + ": write failed: " + errno_text() +
+                      (errno == EFBIG ? " (past the process's file size limit, ulimit -f, or the file system's)" : ""));
     }
     p += n;
     left -= static_cast<size_t>(n);

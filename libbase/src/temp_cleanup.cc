@@ -38,6 +38,8 @@ Slot slots[kSlots];
 std::atomic<bool> installed{false};
 std::atomic<int> defer_depth{0};
 std::atomic<int> deferred_signal{0};
+std::atomic<bool> section_committed{false};
+std::atomic<int> signal_after_commit{0};
 
 size_t text_length(const char* text) {
   size_t n = 0;
@@ -169,14 +171,23 @@ int register_temp_at(int dir_fd, const std::string& name) {
 
 DeferInterrupts::DeferInterrupts() {
   install();
-  defer_depth.fetch_add(1, std::memory_order_acq_rel);
+  if (defer_depth.fetch_add(1, std::memory_order_acq_rel) == 0) section_committed.store(false, std::memory_order_release);
 }
 
 DeferInterrupts::~DeferInterrupts() {
   if (defer_depth.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   int signal_number = deferred_signal.exchange(0, std::memory_order_acq_rel);
-  if (signal_number != 0) on_signal(signal_number);
+  if (signal_number == 0) return;
+  if (section_committed.exchange(false, std::memory_order_acq_rel)) {
+    signal_after_commit.store(signal_number, std::memory_order_release);
+    return;
+  }
+  on_signal(signal_number);
 }
+
+void DeferInterrupts::committed() { section_committed.store(true, std::memory_order_release); }
+
+int interrupted_after_commit() { return signal_after_commit.load(std::memory_order_acquire); }
 
 void unregister_temp_path(int slot) {
   if (slot < 0 || slot >= kSlots) return;

@@ -109,6 +109,38 @@ Status outputs_from_wrapper(const PartRequest& request, const Pt2Package& packag
   return {};
 }
 
+// The example's inputs against the checks the wrapper source generates for
+// each input (dtype and every static dim): the library would refuse them at
+// the first run, so export refuses them now, naming both.
+Status check_example_inputs(const PartRequest& request, const Pt2Package& package, const Pt2Model& model,
+                            const PreparedPart& part) {
+  PTB_TRY(auto source, pt2_wrapper_source(package, model));
+  if (!source) return {};
+  const auto checks = pt2_wrapper_inputs(*source, part.testcase_inputs);
+  for (size_t i = 0; i < checks.size() && i < part.npys.size(); ++i) {
+    const Pt2InputCheck& check = checks[i];
+    const NpyHeader& npy = part.npys[i]->header();
+    const bool dtype_differs = check.scalar_type && *check.scalar_type != npy.scalar_type;
+    bool shape_differs = check.rank != 0 && npy.shape.size() != check.rank;
+    for (const auto& [dim, size] : check.sizes) {
+      if (dim >= npy.shape.size() || npy.shape[dim] != static_cast<uint64_t>(size)) shape_differs = true;
+    }
+    if (!dtype_differs && !shape_differs) continue;
+    std::string wanted = "[";
+    for (uint32_t d = 0; d < check.rank; ++d) {
+      auto known = check.sizes.find(d);
+      wanted += (d ? ", " : "") + (known != check.sizes.end() ? std::to_string(known->second) : std::string("?"));
+    }
+    wanted += "]";
+    return invalid("--example " + request.name + ": input " + std::to_string(i) + " (" + part.npys[i]->path() + ") is " +
+                   scalar_type_name(npy.scalar_type) + " " + shape_text(npy.shape) + "; " + request.program +
+                   "'s wrapper source checks " + (check.scalar_type ? scalar_type_name(*check.scalar_type) : "any dtype") +
+                   " " + (check.rank ? wanted : std::string("of any shape")) + " there (? is a dynamic dim); expected "
+                   "the inputs the program was compiled for");
+  }
+  return {};
+}
+
 // The random shims among the library's imports ("aoti_torch_cuda_randint_low_out"
 // seeds every Inductor randn_like): such a program never reproduces a draw.
 Result<std::vector<std::string>> noise_shims(const MappedFile& library, const std::string& context) {
@@ -138,6 +170,10 @@ Status outputs_from_sample(const std::vector<std::string>& paths, const std::vec
   return {};
 }
 
+// ExecuTorch plans a DYNAMIC_BOUND tensor's memory at its upper bounds, so a
+// bound no GPU could hold is a wrong bound, refused rather than recorded.
+constexpr uint64_t kMaxBoundedTensorBytes = 16ull << 30;
+
 Status resize_to_bounds(TensorSignature& signature, const std::string& what) {
   uint64_t count = 1;
   for (int32_t size : signature.sizes) {
@@ -146,6 +182,13 @@ Status resize_to_bounds(TensorSignature& signature, const std::string& what) {
   }
   auto element = scalar_type_size(signature.scalar_type);
   if (!element) return invalid(what + " has a dtype ptbundle does not know");
+  if (count * *element > kMaxBoundedTensorBytes) {
+    std::string shape;
+    for (int32_t size : signature.sizes) shape += (shape.empty() ? "" : ", ") + std::to_string(size);
+    return invalid(what + " at its upper bounds [" + shape + "] is " + std::to_string(count * *element) +
+                   " bytes; expected at most 16 GiB (ExecuTorch plans memory for the upper bounds); export the program "
+                   "with a smaller maximum for its dynamic dims");
+  }
   signature.nbytes = count * *element;
   signature.bounded = true;
   return {};
@@ -162,9 +205,13 @@ Status resize_to_bounds(TensorSignature& signature, const std::string& what) {
 Status apply_dynamic_bounds(const PartRequest& request, const Pt2Package& package, const Pt2Model& model,
                             const MappedFile& library, SingleDelegateProgram& spec, PreparedPart& part) {
   PTB_TRY(auto source, pt2_wrapper_source(package, model));
+  // The library's checks are what runs; the source pairs bounds with dims
+  // exactly. Each dim takes the tightest bounds either states.
+  const AotiInputBounds from_library = read_aoti_input_bounds(library.bytes());
   const AotiInputBounds bounds =
-      source ? read_aoti_input_bounds(Bytes(reinterpret_cast<const uint8_t*>(source->data()), source->size()))
-             : read_aoti_input_bounds(library.bytes());
+      source ? tightest_bounds(read_aoti_input_bounds(Bytes(reinterpret_cast<const uint8_t*>(source->data()), source->size())),
+                               from_library)
+             : from_library;
   std::vector<std::pair<int32_t, int32_t>> followed;  // example size -> upper bound
   for (const AotiDynamicDim& dim : bounds.dims) {
     const std::string where = "input " + std::to_string(dim.input) + " dim " + std::to_string(dim.dim);
@@ -236,6 +283,7 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
   ExampleTarget target;  // the package defines no signature to check against
   PTB_CHECK(attach_example(part, example, target));
   for (const auto& npy : part.npys) part.source.files.push_back(fs::path(npy->path()).filename().string());
+  PTB_CHECK(check_example_inputs(request, package, model, part));
 
   SingleDelegateProgram spec;
   spec.method_name = target.method_name;

@@ -190,6 +190,27 @@ AotiInputBounds read_aoti_input_bounds(Bytes bytes) {
   return Scan(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())).run();
 }
 
+AotiInputBounds tightest_bounds(const AotiInputBounds& a, const AotiInputBounds& b) {
+  std::map<std::pair<uint32_t, uint32_t>, AotiDynamicDim> dims;
+  for (const AotiInputBounds* bounds : {&a, &b}) {
+    for (const AotiDynamicDim& dim : bounds->dims) {
+      auto [it, added] = dims.try_emplace({dim.input, dim.dim}, dim);
+      if (added) continue;
+      AotiDynamicDim& known = it->second;
+      if (dim.min) known.min = known.min ? std::max(*known.min, *dim.min) : *dim.min;
+      if (dim.max) known.max = known.max ? std::min(*known.max, *dim.max) : *dim.max;
+    }
+  }
+  AotiInputBounds out;
+  for (auto& [key, dim] : dims) out.dims.push_back(dim);
+  for (const AotiInputBounds* bounds : {&a, &b}) {
+    for (const std::string& problem : bounds->problems) {
+      if (out.problems.size() < kMaxProblems) out.problems.push_back(problem);
+    }
+  }
+  return out;
+}
+
 std::string bounds_text(const AotiDynamicDim& dim) {
   return (dim.min ? std::to_string(*dim.min) : "?") + ".." + (dim.max ? std::to_string(*dim.max) : "?");
 }

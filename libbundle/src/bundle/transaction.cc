@@ -1,14 +1,21 @@
 #include "ptbundle/bundle/transaction.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sys/sysmacros.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <set>
 #include <thread>
 
@@ -68,6 +75,64 @@ std::vector<std::string> journal_paths(const BundleDir& dir) {
 
 std::string errno_text() { return std::strerror(errno); }
 
+// Who holds a lock on the file open at `fd`, from /proc/locks: "held by pid
+// 4721 (flock, shared)". The pid is where the kernel recorded the lock's taker
+// (in this process's pid namespace); "" when /proc/locks is not readable or
+// names no holder other than this process.
+std::string lock_holders(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return "";
+  std::ifstream locks("/proc/locks");
+  std::string line, holders;
+  size_t found = 0;
+  for (int lines = 0; lines < 100000 && std::getline(locks, line); ++lines) {
+    std::istringstream fields(line);
+    std::string number, type, advisory, kind, device;
+    long pid = 0;
+    if (!(fields >> number >> type) || type == "->") continue;  // a waiter, not a holder
+    if (!(fields >> advisory >> kind >> pid >> device)) continue;
+    unsigned major_number = 0, minor_number = 0;
+    unsigned long long inode = 0;
+    if (std::sscanf(device.c_str(), "%x:%x:%llu", &major_number, &minor_number, &inode) != 3) continue;
+    if (major_number != major(st.st_dev) || minor_number != minor(st.st_dev) || inode != st.st_ino) continue;
+    if (pid == ::getpid()) continue;
+    if (++found > 4) continue;
+    std::string name;
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    if (!std::getline(comm, name)) name = "exited, or another user's";
+    holders += (holders.empty() ? "" : ", ") + std::string("pid ") + std::to_string(pid) + " (" + printable(name) + ", " +
+               (kind == "WRITE" ? "exclusive" : "shared") + ")";
+  }
+  if (found > 4) holders += " and " + std::to_string(found - 4) + " more";
+  return holders.empty() ? "" : "held by " + holders;
+}
+
+// " (held by pid 4721 (flock, shared))", or "" when the holders are unknown.
+std::string holders_clause(int fd) {
+  std::string holders = lock_holders(fd);
+  return holders.empty() ? "" : " (" + holders + ")";
+}
+
+// A reader's courtesy to a waiting writer: a writer holds .ptbundle.lock from
+// the moment it starts waiting for the folder's lock, so a reader that finds
+// it held waits (up to kWriterFirst) before taking its shared lock. Readers
+// that come one after another then cannot keep the folder locked forever.
+// Bounded, so that a lock file someone else holds delays a reader only so
+// long; the reader never creates the file.
+constexpr auto kWriterFirst = std::chrono::seconds(10);
+
+void let_waiting_writer_first(const BundleDir& dir, std::chrono::steady_clock::time_point deadline) {
+  const auto until = std::min(deadline, std::chrono::steady_clock::now() + kWriterFirst);
+  for (;;) {
+    int fd = ::openat(dir.fd(), kLockFileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return;
+    const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    ::close(fd);
+    if (!held || std::chrono::steady_clock::now() >= until) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 // A descriptor of its own for the folder (flock belongs to the open file
 // description, so the BundleDir's descriptor stays free of it), locked with
 // `operation` (LOCK_SH or LOCK_EX), polling until `deadline`. -1 where the
@@ -85,12 +150,14 @@ Result<int> lock_folder(const BundleDir& dir, int operation, std::chrono::steady
       return -1;
     }
     if (std::chrono::steady_clock::now() >= deadline) {
+      const std::string holders = holders_clause(fd);
       ::close(fd);
       return io_error(dir.path() + ": " +
-                      (operation == LOCK_EX ? std::string("ptbundle commands are reading this bundle (verify, inspect, sign, run "
-                                                          "or merge hold its folder lock)")
+                      (operation == LOCK_EX ? std::string("other processes hold this bundle's folder lock (verify, inspect, "
+                                                          "run and merge hold it while reading this bundle)")
                                             : std::string("another ptbundle process is changing this bundle")) +
-                      "; waited " + std::to_string(wait.count()) + " s (PTB_LOCK_WAIT); try again when it has finished");
+                      holders + "; waited " + std::to_string(wait.count()) +
+                      " s (PTBUNDLE_LOCK_WAIT); try again when it has finished");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -120,7 +187,7 @@ bool is_file_of_listed_part(const std::string& path, const Manifest& manifest) {
 }  // namespace
 
 std::chrono::seconds bundle_lock_wait() {
-  if (const char* text = std::getenv("PTB_LOCK_WAIT")) {
+  if (const char* text = std::getenv("PTBUNDLE_LOCK_WAIT")) {
     char* end = nullptr;
     long seconds = std::strtol(text, &end, 10);
     if (end != text && *end == 0 && seconds >= 0 && seconds <= 86400) return std::chrono::seconds(seconds);
@@ -158,6 +225,10 @@ BundleLeftovers find_leftovers(const BundleDir& dir, const Manifest* manifest) {
         out.temporary.push_back(relative);
     }
   }
+  // A merge killed between renaming its staging folder into place and
+  // removing the marker: the marker is a temporary like any other.
+  if (dir.kind(kStagingMarkerName).value_or(BundleDir::Kind::Missing) == BundleDir::Kind::File)
+    out.temporary.push_back(kStagingMarkerName);
   if (dir.kind(kJournalFileName).value_or(BundleDir::Kind::Missing) == BundleDir::Kind::File) {
     out.journal = true;
     const auto listed = listed_paths(manifest);
@@ -184,7 +255,9 @@ BundleReadLock::~BundleReadLock() {
 }
 
 Result<BundleReadLock> acquire_read_lock(const BundleDir& dir, std::chrono::seconds wait) {
-  PTB_TRY(int fd, lock_folder(dir, LOCK_SH, std::chrono::steady_clock::now() + wait, wait));
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  let_waiting_writer_first(dir, deadline);
+  PTB_TRY(int fd, lock_folder(dir, LOCK_SH, deadline, wait));
   return BundleReadLock(fd);
 }
 
@@ -209,6 +282,16 @@ Result<BundleTransaction> BundleTransaction::begin(const std::string& bundle_dir
   BundleTransaction t;
   std::error_code ec;
   t.created_ = create && !fs::exists(bundle_dir, ec);
+  if (t.created_) {
+    // The folders above it that do not exist either, deepest first: a failed
+    // first export removes them too (remove_if_unused), as it found them.
+    fs::path above = fs::path(bundle_dir).lexically_normal();
+    if (above.filename().empty()) above = above.parent_path();
+    for (above = above.parent_path(); !above.empty() && !fs::exists(above, ec); above = above.parent_path()) {
+      t.created_parents_.push_back(above.string());
+      if (above == above.parent_path()) break;
+    }
+  }
   if (create) {
     PTB_TRY(t.dir_, BundleDir::open_or_create(bundle_dir));
   } else {
@@ -255,9 +338,11 @@ Result<BundleTransaction> BundleTransaction::begin(const std::string& bundle_dir
       }
     }
     if (std::chrono::steady_clock::now() >= deadline) {
+      std::string holders = lock_holders(fd);
       ::close(fd);
-      return io_error(t.dir_.path() + ": another ptbundle process is changing this bundle (it holds " + lock_path +
-                      "); waited " + std::to_string(wait.count()) + " s (PTB_LOCK_WAIT); try again when it has finished");
+      return io_error(t.dir_.path() + ": another process is changing this bundle (it holds " + lock_path +
+                      (holders.empty() ? "" : ", " + holders) + "); waited " + std::to_string(wait.count()) +
+                      " s (PTBUNDLE_LOCK_WAIT); try again when it has finished");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -294,6 +379,7 @@ BundleTransaction& BundleTransaction::operator=(BundleTransaction&& other) noexc
     folder_lock_fd_ = std::exchange(other.folder_lock_fd_, -1);
     lock_cleanup_slot_ = std::exchange(other.lock_cleanup_slot_, -1);
     created_ = other.created_;
+    created_parents_ = std::move(other.created_parents_);
     manifest_ = std::move(other.manifest_);
   }
   return *this;
@@ -327,6 +413,10 @@ void BundleTransaction::remove_if_unused() {
   ::unlinkat(dir_.fd(), kTestcaseFolder, AT_REMOVEDIR);  // only when empty
   ::unlinkat(dir_.fd(), kLockFileName, 0);
   ::rmdir(dir_.path().c_str());  // fails while a waiting writer has put its own lock file there
+  // Then the folders made above it, each only while empty.
+  for (const std::string& parent : created_parents_) {
+    if (::rmdir(parent.c_str()) != 0) break;
+  }
   ::close(std::exchange(lock_fd_, -1));
 }
 
@@ -373,6 +463,7 @@ Status BundleTransaction::commit(const std::vector<Placement>& outputs, const Ma
   }
   test_kill_point("manifest");
   if (auto status = write_manifest(dir_, manifest); !status.ok()) return roll_back(status.error());
+  defer.committed();  // the new bundle is in place: a signal held back no longer fails the command
   manifest_ = manifest;
   test_kill_point("cleanup");
   for (const auto& path : removed) PTB_CHECK(dir_.remove_file(path));
@@ -407,6 +498,29 @@ bool holds_staging_marker(int fd) {
   return ok;
 }
 
+// Whether the folder open at `fd` holds nothing: a merge killed between
+// mkdir and writing its marker leaves such a folder, and removing an empty
+// folder loses nothing whoever made it.
+bool is_empty_folder(int fd) {
+  int copy = ::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (copy < 0) return false;
+  DIR* folder = ::fdopendir(copy);
+  if (!folder) {
+    ::close(copy);
+    return false;
+  }
+  bool empty = true;
+  while (const dirent* entry = ::readdir(folder)) {
+    const std::string_view name = entry->d_name;
+    if (name != "." && name != "..") {
+      empty = false;
+      break;
+    }
+  }
+  ::closedir(folder);
+  return empty;
+}
+
 // Opens `path` as a stale staging folder: named as mkdtemp names it, a real
 // folder owned by this user, holding the marker, and locked (exclusively,
 // now) by no other process. Returns the descriptor holding that lock, or -1.
@@ -415,8 +529,8 @@ int open_stale_staging(const fs::path& path, const std::string& prefix) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return -1;
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || !holds_staging_marker(fd) ||
-      ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  if (::fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
+      !(holds_staging_marker(fd) || is_empty_folder(fd)) || ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);
     return -1;
   }

@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zip.h>
 
@@ -31,6 +32,28 @@ std::string libzip_error_text(int code) {
 std::string entry_context(const std::string& path, std::string_view name) {
   return path + ": entry '" + clipped(name) + "'";
 }
+
+std::string method_name(uint16_t method) {
+  switch (method) {
+    case ZIP_CM_BZIP2: return "bzip2";
+    case ZIP_CM_LZMA: return "LZMA";
+    case ZIP_CM_XZ: return "xz";
+    case 93: return "zstd";
+    case ZIP_CM_DEFLATE64: return "deflate64";
+    default: return "method " + std::to_string(method);
+  }
+}
+
+}  // namespace
+
+uint64_t pt2_inflate_bound(uint64_t package_bytes) {
+  constexpr uint64_t kBase = 1ull << 30;
+  constexpr uint64_t kTimes = 32;
+  if (package_bytes > (UINT64_MAX - kBase) / kTimes) return UINT64_MAX;
+  return kBase + kTimes * package_bytes;
+}
+
+namespace {
 
 }  // namespace
 
@@ -72,6 +95,17 @@ Status Pt2Package::stream_entry(std::string_view name, uint64_t max_bytes, Sink&
   if (entry->size > max_bytes)
     return invalid(entry_context(path_, name) + ": is " + std::to_string(entry->size) +
                    " bytes uncompressed; the limit is " + std::to_string(max_bytes));
+  // Charged by its declared size before a byte is inflated; the loop below
+  // holds the entry to that size.
+  if (entry->compression_method != ZIP_CM_STORE) {
+    if (entry->size > inflate_bound_ - inflated_)
+      return invalid(entry_context(path_, name) + ": inflates to " + std::to_string(entry->size) + " bytes from " +
+                     std::to_string(entry->compressed_size) + ", past what ptbundle inflates from one package (" +
+                     std::to_string(inflate_bound_) + " bytes: 1 GiB plus 32 times the package's size" +
+                     (inflated_ ? ", " + std::to_string(inflated_) + " of them inflated already" : std::string()) +
+                     "); expected a package as PyTorch writes it (stored entries)");
+    inflated_ += entry->size;
+  }
   zip_file_t* file = zip_fopen_index(archive_->zip, entry->index, 0);
   if (!file)
     return invalid(entry_context(path_, name) + ": cannot open: " + zip_strerror(archive_->zip));
@@ -186,6 +220,13 @@ Result<Pt2Package> Pt2Package::open(const std::string& path, Pt2Limits limits) {
   // directory, which catches truncated and spliced archives before any
   // entry is read.
   PTB_TRY(int fd, open_regular_input(path));
+  struct stat st_archive {};
+  if (::fstat(fd, &st_archive) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    return io_error(path + ": cannot stat: " + std::strerror(saved));
+  }
+  package.inflate_bound_ = pt2_inflate_bound(static_cast<uint64_t>(st_archive.st_size));
   package.archive_->zip = zip_fdopen(fd, ZIP_CHECKCONS, &code);
   if (!package.archive_->zip) ::close(fd);
   if (!package.archive_->zip) {
@@ -212,6 +253,12 @@ Result<Pt2Package> Pt2Package::open(const std::string& path, Pt2Limits limits) {
     entry.compression_method = st.comp_method;
     entry.crc32 = st.crc;
     entry.encrypted = (st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE;
+    // PyTorch's reader (miniz) takes stored and deflated entries only; bzip2
+    // and the like also inflate slowly enough to make a time bomb.
+    if (entry.compression_method != ZIP_CM_STORE && entry.compression_method != ZIP_CM_DEFLATE)
+      return invalid(entry_context(path, entry.name) + ": compressed with " + method_name(entry.compression_method) +
+                     " (ZIP method " + std::to_string(entry.compression_method) +
+                     "); expected stored (0) or deflate (8), the methods PyTorch's package reader takes");
     // Two entries with one name would let the reader and PyTorch's loader
     // see different files.
     if (!seen.insert(entry.name).second)

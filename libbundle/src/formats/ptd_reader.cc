@@ -4,6 +4,7 @@
 // flatbuffer_size) and the segments start at segment_base_offset.
 #include "ptbundle/fb/flat_tensor_generated.h"
 #include "ptbundle/formats/ptd.h"
+#include "formats/duplicate_key.h"
 #include "formats/wire.h"
 
 namespace ptb {
@@ -141,6 +142,11 @@ Result<PtdFile> PtdFile::parse(MappedFile file) {
     }
   }
   ptd.index_.build(ptd.entries_);
+  if (auto twice = detail::first_duplicate_key(ptd.entries_)) {
+    return invalid(path + ": key '" + detail::show_text(ptd.entries_[twice->first].key) + "' appears twice (named data entries " +
+                   std::to_string(twice->first) + " and " + std::to_string(twice->second) +
+                   "); expected each key once, as a loader and a check could otherwise take different bytes");
+  }
   return ptd;
 }
 

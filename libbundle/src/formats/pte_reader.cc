@@ -4,6 +4,7 @@
 
 #include "formats/program_check.h"
 #include "ptbundle/formats/pte.h"
+#include "formats/duplicate_key.h"
 #include "formats/wire.h"
 
 namespace ptb {
@@ -111,6 +112,11 @@ Result<PteFile> PteFile::parse(std::shared_ptr<const MappedFile> owner, Bytes da
   PTB_TRY(pte.segments_, detail::check_segments(*pte.program_, pte.header_, data.size(), where));
   PTB_TRY(pte.named_data_, detail::check_named_data(*pte.program_, pte.segments_, where));
   pte.named_data_index_.build(pte.named_data_);
+  if (auto twice = detail::first_duplicate_key(pte.named_data_)) {
+    return invalid(where + ": named data key '" + detail::show_text(pte.named_data_[twice->first].key) +
+                   "' appears twice (entries " + std::to_string(twice->first) + " and " + std::to_string(twice->second) +
+                   "); expected each key once, as a loader and a check could otherwise take different bytes");
+  }
   PTB_CHECK(detail::check_constants(*pte.program_, pte.segments_, where));
   PTB_TRY(auto payload_refs, detail::check_plans(*pte.program_, pte.segments_, where));
   pte.delegate_payloads_.resize(payload_refs.size());

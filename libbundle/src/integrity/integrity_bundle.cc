@@ -425,13 +425,18 @@ std::set<std::string> check_leftovers(const BundleDir& dir, const std::vector<Ma
                 "names " + path + ", which is no file of a part bundle.json lists; a journal only explains files its own "
                 "export wrote, so " + path + " counts as unlisted");
   }
+  const bool stale_lock = lock_file_is_stale(dir);
+  if (stale_lock) {
+    checks.warn(checks::kLeftover, dir.display(kLockFileName),
+                std::string("the lock file of an interrupted write (killed, or the machine stopped); ") + removal);
+  }
   const auto staging = find_stale_staging(dir.path());
   for (const auto& path : staging) {
     checks.warn(checks::kLeftover, path,
                 "the staging folder of an interrupted `ptbundle merge` into this folder; the next merge into it "
                 "removes it, or delete it");
   }
-  if (left.temporary.empty() && left.pending.empty() && left.unexplained.empty() && staging.empty()) {
+  if (left.temporary.empty() && left.pending.empty() && left.unexplained.empty() && staging.empty() && !stale_lock) {
     checks.pass(checks::kLeftover, dir.path(), "no temporary files of an interrupted write");
   }
   return {left.pending.begin(), left.pending.end()};

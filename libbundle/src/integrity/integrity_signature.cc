@@ -6,6 +6,7 @@
 #include <map>
 
 #include "integrity/integrity_internal.h"
+#include "ptbundle/bundle/transaction.h"
 #include "ptbundle/signing/model_signature.h"
 
 namespace ptb::detail {
@@ -38,6 +39,12 @@ bool check_signed_files(const std::string& dir, const SignedStatement& statement
   std::map<std::string, bool> seen;
   for (const FileDigest& file : digests.files) {
     if (ignored_by(statement, file.path)) continue;
+    // An interrupted writer's temporary file (a killed sign's among them) or
+    // its lock file is no file of the bundle: the leftover check warns about
+    // it, and the next writer removes it.
+    if (is_temporary_name(file.path.substr(file.path.rfind('/') + 1)) || file.path == kStagingMarkerName ||
+        file.path == kLockFileName)
+      continue;
     const std::string path = in_folder(dir, file.path);
     auto listed = signed_files.find(file.path);
     if (listed != signed_files.end()) seen[file.path] = true;
@@ -46,22 +53,28 @@ bool check_signed_files(const std::string& dir, const SignedStatement& statement
       checks.fail(checks::kSignedFiles, path, "is a symbolic link; a signed bundle holds regular files only; replace it with the file");
       continue;
     }
-    if (file.kind != FolderEntryKind::File || !file.error.empty()) {
-      ++problems;
-      checks.fail(checks::kSignedFiles, path, (file.error.empty() ? std::string("not a regular file") : file.error) +
-                                                  "; every file of a signed bundle is checked against the signature");
-      continue;
-    }
-    if (listed == signed_files.end()) {
+    if (file.kind == FolderEntryKind::File && listed == signed_files.end()) {
       ++problems;
       std::string renamed;
       for (auto [it, end] = by_digest.equal_range(file.sha256); it != end; ++it) {
         if (!digests.find(it->second)) renamed = it->second;
       }
+      if (file.sha256.empty()) {  // not hashed: neither bundle.json nor the signature lists it
+        checks.fail(checks::kSignedFiles, path,
+                    "not in the signature: the file was added or renamed after signing; remove it or rename it back, or "
+                    "sign the bundle again");
+        continue;
+      }
       checks.fail(checks::kSignedFiles, path,
                   renamed.empty() ? "not in the signature: the file was added after signing; remove it, or sign the bundle again"
                                   : "not in the signature, which lists these bytes as " + renamed +
                                         ": the file was renamed after signing; rename it back, or sign the bundle again");
+      continue;
+    }
+    if (file.kind != FolderEntryKind::File || !file.error.empty()) {
+      ++problems;
+      checks.fail(checks::kSignedFiles, path, (file.error.empty() ? std::string("not a regular file") : file.error) +
+                                                  "; every file of a signed bundle is checked against the signature");
       continue;
     }
     if (listed->second != file.sha256) {
@@ -91,6 +104,15 @@ void check_signature(const BundleDir& bundle, const std::optional<std::string>& 
                      const IntegrityOptions& options, CheckList& checks, SignatureSummary& summary) {
   const std::string& dir = bundle.path();
   if (!signature_name) {
+    // A signature file that is there but broken is named for what is wrong
+    // with it, not taken for no signature.
+    if (auto broken = unrecognized_signature_file(bundle);
+        broken && (broken->name == kDefaultSignatureName || options.require_signature || !options.keys.empty())) {
+      checks.fail(checks::kSignature, bundle.display(broken->name),
+                  broken->why + "; expected the signature ptbundle sign writes (a Sigstore bundle of at most " +
+                      std::to_string(kMaxSignatureFileBytes) + " bytes); sign the bundle again");
+      return;
+    }
     if (options.require_signature && options.keys.empty()) {
       checks.fail(checks::kSignature, dir,
                   "not signed: no .sig signature file in the folder, and --require-signature requires one; sign it with "
@@ -169,9 +191,22 @@ FolderReading folder_reading(const BundleDir& dir, const Manifest* manifest, uns
   reading.hashing.ignore = git_ignore_paths();
   if (reading.signature_name) reading.hashing.ignore.push_back(*reading.signature_name);
   reading.hashing.threads = threads;
+  // Only what bundle.json or the signature lists is hashed: any other file
+  // is reported by its name alone (unlisted, or not in the signature).
+  reading.hashing.hash_only.emplace();
   if (manifest) {
-    for (const ManifestPart& part : manifest->parts)
-      for (const ManifestFile& file : part.files) reading.hashing.expected_sizes[file.path] = file.size;
+    for (const ManifestPart& part : manifest->parts) {
+      for (const ManifestFile& file : part.files) {
+        reading.hashing.expected_sizes[file.path] = file.size;
+        reading.hashing.hash_only->insert(file.path);
+      }
+    }
+  }
+  if (reading.signature_name) {
+    // Read again by check_signature, which reports what is wrong with it.
+    if (auto signature = read_signature_file(dir, *reading.signature_name); signature.ok()) {
+      for (const SignedResource& resource : signature->statement.resources) reading.hashing.hash_only->insert(resource.name);
+    }
   }
   return reading;
 }

@@ -99,8 +99,8 @@ class Staging {
     if (fd_ >= 0) ::close(fd_);
   }
   const fs::path& path() const { return path_; }
-  // The folder becomes the merged bundle: without the marker, that a stale
-  // staging folder carries.
+  // The folder has become the merged bundle: without the marker, that a
+  // stale staging folder carries.
   Status unmark() { return unmark_staging(fd_, path_.string()); }
   void keep() {
     unregister_temp_path(std::exchange(slot_, -1));
@@ -472,6 +472,13 @@ Status check_bundle_request(const BundleMergeRequest& request) {
     if (fs::equivalent(bundle, output, ec)) {
       return usage_error("merge: -o " + request.output_dir + " is one of the input bundles; expected a new folder");
     }
+    // Inside an input, the output would become a folder of that bundle: an
+    // unlisted folder its signature does not list.
+    const fs::path inside = fs::weakly_canonical(output, ec).lexically_relative(fs::weakly_canonical(bundle, ec));
+    if (!inside.empty() && inside != "." && *inside.begin() != "..") {
+      return usage_error("merge: -o " + request.output_dir + " is inside the input bundle " + bundle +
+                         ", which it would change (and break its signature); expected a folder outside every input");
+    }
   }
   if (fs::exists(output, ec) && !(fs::is_directory(output, ec) && fs::is_empty(output, ec))) {
     return usage_error("merge: " + request.output_dir + " already exists and is not an empty folder; expected a new folder");
@@ -521,12 +528,20 @@ Result<BundleMergeResult> merge_bundles(const BundleMergeRequest& request) {
   PTB_CHECK(write_manifest(staging.path().string(), manifest));
 
   test_kill_point("merge-rename");
-  PTB_CHECK(staging.unmark());
   std::error_code ec;
+  // The rename and forgetting the staging folder are one step for a signal:
+  // once renamed, the handler must not remove the merged bundle's old name,
+  // and the command has succeeded.
+  DeferInterrupts defer;
   if (fs::exists(request.output_dir, ec)) fs::remove(request.output_dir, ec);  // an empty folder, checked above
   fs::rename(staging.path(), request.output_dir, ec);
   if (ec) return io_error(request.output_dir + ": cannot move the merged bundle into place: " + ec.message());
   staging.keep();
+  defer.committed();
+  // Killed before this, the marker is a temporary file of the merged bundle,
+  // which verify names and the next writer removes.
+  test_kill_point("merge-unmark");
+  (void)staging.unmark();
   return result;
 }
 

@@ -32,6 +32,10 @@ Result<FolderDigests> hash_folder(const std::string& dir, const FolderHashOption
                          " were expected";
       continue;
     }
+    if (options.hash_only && !options.hash_only->count(entries[i].path)) {
+      entries[i].error = "not hashed: listed neither in bundle.json nor in the signature";
+      continue;
+    }
     order.push_back(i);
   }
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return entries[a].size > entries[b].size; });

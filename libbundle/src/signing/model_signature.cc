@@ -125,6 +125,31 @@ std::vector<std::string> find_signature_files(const BundleDir& dir) {
   return out;
 }
 
+std::optional<UnrecognizedSignature> unrecognized_signature_file(const BundleDir& dir) {
+  auto names = dir.list("");
+  if (!names.ok()) return std::nullopt;
+  std::vector<std::string> candidates;
+  for (const std::string& name : *names) {
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".sig") == 0) candidates.push_back(name);
+  }
+  std::stable_partition(candidates.begin(), candidates.end(), [](const std::string& name) { return name == kDefaultSignatureName; });
+  for (const std::string& name : candidates) {
+    // A link or a folder is never read as a signature (the bundle is unsigned).
+    if (dir.kind(name).value_or(BundleDir::Kind::Missing) != BundleDir::Kind::File) continue;
+    auto file = MappedFile::open_in(dir, name);
+    if (!file.ok()) return UnrecognizedSignature{name, "cannot be read: " + file.error().message};
+    if (file->size() > kMaxSignatureFileBytes)
+      return UnrecognizedSignature{name, "is " + std::to_string(file->size()) + " bytes; a signature file is at most " +
+                                             std::to_string(kMaxSignatureFileBytes) + " bytes"};
+    const Bytes bytes = file->bytes();
+    const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    if (text.find(kSigstoreBundleMediaType) == std::string_view::npos)
+      return UnrecognizedSignature{name, "is no Sigstore bundle (its mediaType " + std::string(kSigstoreBundleMediaType) +
+                                             " is missing)"};
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> signature_to_check(const BundleDir& dir) {
   const std::vector<std::string> signatures = find_signature_files(dir);
   if (signatures.empty()) return std::nullopt;

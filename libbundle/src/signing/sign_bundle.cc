@@ -7,6 +7,7 @@
 
 #include "ptbundle/bundle/manifest.h"
 #include "ptbundle/bundle/transaction.h"
+#include "ptbundle/base/interrupt.h"
 
 namespace ptb {
 namespace {
@@ -58,7 +59,10 @@ Status check_before_signing(const std::string& dir, const FolderDigests& digests
       const FileDigest* file = digests.find(listed.path);
       if (!file || file->kind != FolderEntryKind::File)
         return invalid(dir + "/" + listed.path + ": missing; bundle.json lists it; run ptbundle verify");
-      if (file->sha256 != listed.sha256 || file->size != listed.size)
+      if (file->size != listed.size)
+        return invalid(dir + "/" + listed.path + ": is " + std::to_string(file->size) + " bytes; bundle.json records " +
+                       std::to_string(listed.size) + "; run ptbundle verify, then export the part again before signing");
+      if (file->sha256 != listed.sha256)
         return invalid(dir + "/" + listed.path + ": SHA-256 is " + file->sha256 + "; bundle.json records " + listed.sha256 +
                        "; run ptbundle verify, then export the part again before signing");
     }
@@ -84,6 +88,27 @@ Status check_no_leftovers(const BundleDir& dir, const Manifest& manifest) {
                  "(which removes them) or delete them, then sign");
 }
 
+// bundle.json's sizes against the folder's before a byte is hashed: a file
+// of another size cannot hold the recorded digest, so a sparse terabyte that
+// bundle.json records as small is refused at once instead of read through.
+Status check_listed_sizes(const std::string& dir, const Manifest& manifest) {
+  for (const ManifestPart& part : manifest.parts) {
+    for (const ManifestFile& listed : part.files) {
+      const fs::path path = fs::path(dir) / listed.path;
+      std::error_code ec;
+      const fs::file_status status = fs::symlink_status(path, ec);
+      if (ec || !fs::is_regular_file(status))
+        return invalid(path.string() + ": missing or not a regular file; bundle.json lists it; run ptbundle verify");
+      const uint64_t size = fs::file_size(path, ec);
+      if (ec) return io_error(path.string() + ": cannot read its size: " + ec.message());
+      if (size != listed.size)
+        return invalid(path.string() + ": is " + std::to_string(size) + " bytes; bundle.json records " +
+                       std::to_string(listed.size) + "; run ptbundle verify, then export the part again before signing");
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<SignReport> sign_bundle(const SignOptions& options) {
@@ -93,14 +118,15 @@ Result<SignReport> sign_bundle(const SignOptions& options) {
   if (!fs::is_directory(dir, ec)) return usage_error(dir + ": not a folder; expected a bundle folder made by ptbundle export");
   if (!fs::exists(fs::path(dir) / kManifestFileName, ec))
     return invalid(dir + ": folder without " + std::string(kManifestFileName) + "; expected a bundle folder made by ptbundle export");
-  // Held until the signature is written: it signs the bundle as it is
-  // before or after a write, never a writer's temporaries.
-  PTB_TRY(BundleDir bundle, BundleDir::open(dir));
-  PTB_TRY(BundleReadLock lock, acquire_read_lock(bundle));
-  {
-    PTB_TRY(Manifest manifest, read_manifest(bundle));
-    PTB_CHECK(check_no_leftovers(bundle, manifest));
-  }
+  // A writer's lock, held until the signature is in place: it signs the
+  // bundle as it is between writes, two signs never sign at once (the second
+  // then finds the first's signature), and what an interrupted writer or sign
+  // left (its temporary files) is removed before anything is hashed.
+  PTB_TRY(BundleTransaction transaction, BundleTransaction::begin(dir, /*create=*/false, bundle_lock_wait()));
+  const BundleDir& bundle = transaction.dir();
+  PTB_TRY(Manifest manifest, read_manifest(bundle));
+  PTB_CHECK(check_no_leftovers(bundle, manifest));
+  PTB_CHECK(check_listed_sizes(dir, manifest));
 
   // verify reads one signature per bundle, and a second one would sign the
   // first as one of the bundle's files: refused, naming the one there.
@@ -121,6 +147,8 @@ Result<SignReport> sign_bundle(const SignOptions& options) {
   FolderHashOptions hashing;
   hashing.ignore = ignore;
   hashing.threads = options.threads;
+  for (const ManifestPart& part : manifest.parts)
+    for (const ManifestFile& listed : part.files) hashing.expected_sizes[listed.path] = listed.size;
   PTB_TRY(FolderDigests digests, hash_folder(dir, hashing));
   // A writer waiting for the folder lock made .ptbundle.lock: not the bundle's.
   if (!lock_file_is_stale(bundle))
@@ -136,7 +164,16 @@ Result<SignReport> sign_bundle(const SignOptions& options) {
   const PublicKey& public_key = key.public_key();
   const std::string json = sigstore_bundle_json(public_key.fingerprint(), payload_bytes, Bytes(signature.data(), signature.size()));
   const std::string path = (fs::path(dir) / options.output_name).string();
-  PTB_CHECK(write_file_atomically(path, json));
+  {
+    PTB_TRY(AtomicOutput out, AtomicOutput::create_in(bundle, options.output_name));
+    PTB_CHECK(out.write(Bytes(reinterpret_cast<const uint8_t*>(json.data()), json.size())));
+    test_kill_point("sign-rename");
+    // In place, the signature is the command's result: a signal held back
+    // during the rename no longer fails it.
+    DeferInterrupts defer;
+    PTB_CHECK(out.commit());
+    defer.committed();
+  }
 
   SignReport report;
   report.signature_path = path;

@@ -23,6 +23,16 @@ class DeferInterrupts {
   ~DeferInterrupts();
   DeferInterrupts(const DeferInterrupts&) = delete;
   DeferInterrupts& operator=(const DeferInterrupts&) = delete;
+  // The change the outermost section protects is in place. A signal held
+  // back is then not acted on when the section ends: stopping with 130 or
+  // 143 would say the command failed after it succeeded. The command
+  // finishes and reports what it did; interrupted_after_commit() says which
+  // signal came, for a line on stderr. A later signal stops it as usual.
+  void committed();
 };
+
+// The signal (SIGINT, SIGTERM or SIGHUP) that arrived during a commit which
+// then completed, or 0.
+int interrupted_after_commit();
 
 }  // namespace ptb

@@ -33,7 +33,9 @@ namespace ptb {
 inline constexpr const char* kLockFileName = ".ptbundle.lock";
 inline constexpr const char* kJournalFileName = ".ptbundle.pending";
 
-// How long a writer waits for another one: $PTB_LOCK_WAIT seconds, else 300.
+// How long a writer waits for another one, or for readers: $PTBUNDLE_LOCK_WAIT
+// seconds (0 to 86400), else 300. A writer that gives up names the lock's
+// holders (pid and command, from /proc/locks) where it can.
 std::chrono::seconds bundle_lock_wait();
 
 // What an interrupted writer left in a bundle folder (paths relative to it).
@@ -75,7 +77,10 @@ class BundleReadLock {
  private:
   int fd_ = -1;
 };
-// Waits (up to `wait`) while a writer changes the bundle. A file system
+// Waits (up to `wait`) while a writer changes the bundle. A writer waiting
+// for readers to finish (it holds .ptbundle.lock) goes first: a new reader
+// waits up to 10 s for it before taking the lock, so readers that follow
+// each other cannot hold writers off. A file system
 // without flock on folders gives an unheld lock rather than an error: the
 // reader then reads as it did before readers locked.
 Result<BundleReadLock> acquire_read_lock(const BundleDir& dir, std::chrono::seconds wait = bundle_lock_wait());
@@ -104,7 +109,8 @@ class BundleTransaction {
   // The manifest read under the lock; nullopt when the folder has none.
   const std::optional<Manifest>& manifest() const { return manifest_; }
   // Removes the lock file and the folder when this transaction created the
-  // folder and leaves it empty (a failed first export).
+  // folder and leaves it empty (a failed first export), then the folders it
+  // made above it ("-o a/b/c/B" where a did not exist), each while empty.
   void remove_if_unused();
 
   struct Placement {
@@ -127,21 +133,23 @@ class BundleTransaction {
   int folder_lock_fd_ = -1;  // the folder, flock(LOCK_EX): readers wait (acquire_read_lock)
   int lock_cleanup_slot_ = -1;  // register_temp_at: SIGINT removes the lock file too
   bool created_ = false;
+  std::vector<std::string> created_parents_;  // folders made above it, deepest first
   std::optional<Manifest> manifest_;
 };
 
 // Merge's staging folders ".<OUT>.merge-XXXXXX" beside OUT (mkdtemp's six
 // letters and digits): each is locked (flock on the folder) while its merge
 // runs and holds a marker file (kStagingMarkerName, with kStagingMarkerText)
-// from right after mkdtemp until just before it is renamed to OUT. Only a
-// folder with that name, owned by this user, holding the marker and locked by
-// no process is a leftover of a killed merge: a user's ".OUT.merge-notes" is
-// never one, and never removed.
+// from right after mkdtemp until just after it is renamed to OUT (a marker
+// left in OUT is a temporary file, find_leftovers). Only a folder with that
+// name, owned by this user, holding the marker (or nothing at all: killed
+// before the marker was written) and locked by no process is a leftover of a
+// killed merge: a user's ".OUT.merge-notes" is never one, and never removed.
 inline constexpr const char* kStagingMarkerName = ".ptbundle-merge-staging";
 inline constexpr const char* kStagingMarkerText = "ptbundle merge staging folder 1\n";
 // Writes the marker into the folder open at `folder_fd` (`folder` for messages).
 Status mark_staging(int folder_fd, const std::string& folder);
-// Removes it, before the folder becomes the merged bundle.
+// Removes it, once the folder has become the merged bundle.
 Status unmark_staging(int folder_fd, const std::string& folder);
 std::vector<std::string> find_stale_staging(const std::string& output_dir);
 void remove_stale_staging(const std::string& output_dir);

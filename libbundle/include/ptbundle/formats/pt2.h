@@ -17,10 +17,16 @@
 // limit the caller passes, checked against the declared size and against
 // the bytes actually produced, so a zip bomb fails instead of filling memory
 // or disk. libzip checks each entry's CRC-32 when it has been read through.
+// Entries are stored or deflated (the methods PyTorch's package reader
+// takes); any other method is refused at open. What one Pt2Package inflates
+// from deflated entries, all reads together, is bounded by
+// pt2_inflate_bound(): a bomb is refused by its declared size before a byte
+// of it is inflated, so neither time nor temporary disk grows past that.
 // A Pt2Package is not safe to use from two threads at once.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +71,13 @@ struct Pt2Limits {
   uint64_t max_metadata_bytes = 1 << 20;  // each *_metadata.json and small marker file
 };
 
+// The most bytes a package of `package_bytes` may inflate from its deflated
+// entries, all reads of one Pt2Package together: 1 GiB plus 32 times the
+// package's size. PyTorch stores its entries (no inflation); a package
+// deflated again by a zip tool inflates each entry a few times its size,
+// and every command reads an entry at most three times.
+uint64_t pt2_inflate_bound(uint64_t package_bytes);
+
 class Pt2Package {
  public:
   static Result<Pt2Package> open(const std::string& path, Pt2Limits limits = {});
@@ -107,7 +120,9 @@ class Pt2Package {
   Result<std::vector<uint8_t>> read_entry_prefix(std::string_view name, size_t count) const;
   // The entry inflated into an unnamed temporary file (O_TMPFILE in $TMPDIR)
   // and mapped: for scanners that need random access, without holding the
-  // inflated bytes in anonymous memory.
+  // inflated bytes in anonymous memory. The file holds one entry, at most its
+  // declared size and max_bytes, and for a deflated entry within what is
+  // left of pt2_inflate_bound(); it is gone when the mapping is.
   Result<MappedFile> extract_entry_mapped(std::string_view name, uint64_t max_bytes) const;
 
  private:
@@ -123,6 +138,8 @@ class Pt2Package {
   std::vector<Pt2Model> models_;
   std::vector<std::string> external_weights_;
   std::unique_ptr<Archive> archive_;
+  uint64_t inflate_bound_ = 0;
+  mutable uint64_t inflated_ = 0;  // declared sizes of the deflated entries read so far
 };
 
 // What `ptbundle export` requires of an AOTInductor model and `verify`
@@ -160,5 +177,16 @@ struct Pt2OutputSignature {
   std::vector<int64_t> sizes;
 };
 std::vector<std::optional<Pt2OutputSignature>> pt2_wrapper_outputs(std::string_view source, uint64_t count);
+// What the generated input checks (check_input_<i>) require of each of
+// `count` inputs: the dtype ("<arg>_expected_dtype = aoti_torch_dtype_<name>()")
+// and each static dim's size ("input_handles[<i>]: unmatched dim value at
+// <d>, " "expected: <n>, "); `rank` is one more than the highest dim any
+// check of the input names (0: no check). Unknown parts stay empty.
+struct Pt2InputCheck {
+  std::optional<int8_t> scalar_type;
+  std::map<uint32_t, int64_t> sizes;  // dim -> the one size it takes
+  uint32_t rank = 0;
+};
+std::vector<Pt2InputCheck> pt2_wrapper_inputs(std::string_view source, uint64_t count);
 
 }  // namespace ptb

@@ -16,6 +16,8 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,11 @@ struct FolderHashOptions {
   // file of another size is not hashed at all (its error says why), so that a
   // sparse 1 TiB file bundle.json records as smaller costs no read.
   std::map<std::string, uint64_t> expected_sizes;
+  // When set, only these paths are hashed; any other file is listed with its
+  // size and the error "not hashed" (verify: a file neither bundle.json nor
+  // the signature lists needs no digest to be reported, so a sparse 20 GiB
+  // file planted in the folder costs no read).
+  std::optional<std::set<std::string>> hash_only;
 };
 
 struct FolderDigests {

@@ -116,5 +116,14 @@ std::vector<std::string> find_signature_files(const BundleDir& dir);
 // The one signature verify and inspect read: bundle.sig where present, else
 // the first found; nullopt when the folder holds none.
 std::optional<std::string> signature_to_check(const BundleDir& dir);
+// A "*.sig" file of the folder's top level that find_signature_files does not
+// take for a signature (bundle.sig first), and why: larger than
+// kMaxSignatureFileBytes, or no Sigstore bundle; nullopt when there is none.
+// Links and folders are not read: they are no signature.
+struct UnrecognizedSignature {
+  std::string name;
+  std::string why;
+};
+std::optional<UnrecognizedSignature> unrecognized_signature_file(const BundleDir& dir);
 
 }  // namespace ptb

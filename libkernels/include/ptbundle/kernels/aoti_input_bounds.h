@@ -41,6 +41,12 @@ struct AotiInputBounds {
 constexpr size_t kMaxAotiDynamicDims = 4096;
 AotiInputBounds read_aoti_input_bounds(Bytes bytes);
 
+// Both readings of one program (its wrapper source and its library) as one:
+// each dim either names, with the larger lower bound and the smaller upper
+// bound where both know one. A source can claim wider bounds than the
+// library checks; the library refuses what passes its tighter ones.
+AotiInputBounds tightest_bounds(const AotiInputBounds& a, const AotiInputBounds& b);
+
 // "2..256"; "?" stands for a bound not known.
 std::string bounds_text(const AotiDynamicDim& dim);
 
