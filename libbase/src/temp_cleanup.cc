@@ -185,11 +185,14 @@ void unregister_temp_path(int slot) {
 void test_kill_point(const std::string& step) {
   const char* wanted = std::getenv("PTB_TEST_KILL_AT");
   if (!wanted || step != wanted) return;
-  // PTB_TEST_KILL_SIGNAL=INT or TERM: a user's Ctrl-C or a service stop instead.
+  // PTB_TEST_KILL_SIGNAL=INT or TERM: a user's Ctrl-C or a service stop
+  // instead; STOP holds the process here until the test, having changed
+  // files at this very moment, sends SIGCONT.
   const char* signal_name = std::getenv("PTB_TEST_KILL_SIGNAL");
   int signal_number = SIGKILL;
   if (signal_name && std::strcmp(signal_name, "INT") == 0) signal_number = SIGINT;
   if (signal_name && std::strcmp(signal_name, "TERM") == 0) signal_number = SIGTERM;
+  if (signal_name && std::strcmp(signal_name, "STOP") == 0) signal_number = SIGSTOP;
   ::raise(signal_number);
 }
 

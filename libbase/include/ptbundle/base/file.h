@@ -162,8 +162,11 @@ void unregister_temp_path(int slot);
 
 // Test-only: when the environment variable PTB_TEST_KILL_AT equals `step`,
 // the process kills itself with SIGKILL right here, as a power cut would
-// (PTB_TEST_KILL_SIGNAL=INT or TERM sends that signal instead).
-// Writers call it before each rename of a transaction (tests/test_hostile.cc).
+// (PTB_TEST_KILL_SIGNAL=INT or TERM sends that signal instead; STOP stops
+// the process there until a SIGCONT, for a test that changes files at that
+// moment). Writers call it before each rename of a transaction
+// (tests/test_hostile.cc); readers where they have opened their inputs and
+// not yet checked them (tests/test_checked_inputs.cc).
 void test_kill_point(const std::string& step);
 
 // Writes a whole small file atomically.

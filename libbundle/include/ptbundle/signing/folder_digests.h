@@ -58,6 +58,15 @@ struct FolderHashOptions {
   // file of another size is not hashed at all (its error says why), so that a
   // sparse 1 TiB file bundle.json records as smaller costs no read.
   std::map<std::string, uint64_t> expected_sizes;
+  // Files the caller holds open, by relative path: hashed through that
+  // descriptor (the file the caller reads, whatever a rename has put at the
+  // path since) rather than opened again by path, with the content keys the
+  // caller found in it. The caller keeps the descriptors open.
+  struct OpenFile {
+    int fd = -1;
+    std::vector<ContentKeyDigest> content_keys;
+  };
+  std::map<std::string, OpenFile> open_files;
 };
 
 struct FolderDigests {
@@ -85,6 +94,15 @@ bool signing_order_less(const std::string& a, const std::string& b);
 // by SHA-256, with where those bytes lie in the file. Empty for any other
 // file, or one that does not open (its own checks report that).
 std::vector<ContentKeyDigest> content_keys_of(const std::string& path);
+// The same of a program or data file already opened (offsets in its file()).
+class PteFile;
+class PtdFile;
+std::vector<ContentKeyDigest> content_keys_of(const PteFile& pte);
+std::vector<ContentKeyDigest> content_keys_of(const PtdFile& ptd);
+
+// One file's SHA-256 and its `file.content_keys` (offsets in the file) in one
+// read through `fd`, which stays open; an error is recorded in `file.error`.
+void hash_open_file(int fd, FileDigest& file);
 
 // "<64 lowercase hex>_so_blob" or "<64 lowercase hex>_weights_blob".
 bool is_content_addressed_key(const std::string& key);
