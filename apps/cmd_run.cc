@@ -29,6 +29,7 @@ namespace ptb {
 void render_text(std::ostream& out, const RunReport& r) {
   out << "part " << r.part << " (" << r.source << "), method " << r.method << ", on GPU " << r.device.index << " "
       << r.device.name << " (" << r.device.capability.name() << ")\n";
+  out << "checked: " << r.checked.what << '\n';
   out << "runtime: " << r.runtime.name << " (" << r.runtime.reason << ")\n";
   if (!r.load.libraries.empty()) out << "libraries: " << r.load.libraries << '\n';
   out << "variant: " << r.variant << '\n';
