@@ -88,7 +88,8 @@ Command add_run(Cli& cli) {
       "run",
       "Run one part of a bundle (or a .pte with its .ptd, or an AOTInductor .pt2 compiled with\n"
       "ExecuTorch's options) on the GPU, without PyTorch: libraries compiled with link_libtorch=False\n"
-      "run on the built-in AOTInductor runtime, others through LibTorch. Inputs\n"
+      "run on the built-in AOTInductor runtime, others through LibTorch. A bundle's part is first\n"
+      "checked as verify checks it (sizes, SHA-256, content keys), before any GPU is looked for. Inputs\n"
       "come from .npy files checked against the method's signature, or are random; outputs are\n"
       "written as .npy. Then times --iterations calls after --warmup with CUDA events.");
   auto request = std::make_shared<RunRequest>();
