@@ -80,7 +80,11 @@ TEST_CASE("merge pair: a kill at any moment leaves the old pair or the new one, 
                                        export_pair("sm90")};
   REQUIRE(run_killed(merge, {}, std::nullopt) == 0);
   const Pair fresh{read_bytes(pte), read_bytes(ptd)};
-  const Pair old{read_bytes(fixture("cuda/sm80/model.pte")), read_bytes(fixture("cuda/sm80/aoti_cuda_blob.ptd"))};
+  // The old pair: another export whose data file differs from the merge's
+  // (one weight), so that every mix of old and new files can be told apart.
+  const fs::path old_pte = fixture("cuda/bad_weights_sm86/model.pte"), old_ptd = fixture("cuda/bad_weights_sm86/aoti_cuda_blob.ptd");
+  const Pair old{read_bytes(old_pte), read_bytes(old_ptd)};
+  REQUIRE(old.ptd != fresh.ptd);
   // A merge that fails once it has repaired what it found (its last input is no program).
   std::vector<std::string> repair = merge;
   {
@@ -104,8 +108,8 @@ TEST_CASE("merge pair: a kill at any moment leaves the old pair or the new one, 
   const int count = rounds(12);
   for (int round = 0; round < count; ++round) {
     CAPTURE(round);
-    fs::copy_file(fixture("cuda/sm80/model.pte"), pte, fs::copy_options::overwrite_existing);
-    fs::copy_file(fixture("cuda/sm80/aoti_cuda_blob.ptd"), ptd, fs::copy_options::overwrite_existing);
+    fs::copy_file(old_pte, pte, fs::copy_options::overwrite_existing);
+    fs::copy_file(old_ptd, ptd, fs::copy_options::overwrite_existing);
     fs::permissions(pte, fs::perms::owner_write, fs::perm_options::add);
     fs::permissions(ptd, fs::perms::owner_write, fs::perm_options::add);
     // Each step of the commit in turn, then random moments of the whole merge.
