@@ -29,6 +29,7 @@ namespace ptb {
 void render_text(std::ostream& out, const RunReport& r) {
   out << "part " << r.part << " (" << r.source << "), method " << r.method << ", on GPU " << r.device.index << " "
       << r.device.name << " (" << r.device.capability.name() << ")\n";
+  out << "checked: " << r.checked.what << '\n';
   out << "runtime: " << r.runtime.name << " (" << r.runtime.reason << ")\n";
   if (!r.load.libraries.empty()) out << "libraries: " << r.load.libraries << '\n';
   out << "variant: " << r.variant << '\n';
@@ -87,7 +88,8 @@ Command add_run(Cli& cli) {
       "run",
       "Run one part of a bundle (or a .pte with its .ptd, or an AOTInductor .pt2 compiled with\n"
       "ExecuTorch's options) on the GPU, without PyTorch: libraries compiled with link_libtorch=False\n"
-      "run on the built-in AOTInductor runtime, others through LibTorch. Inputs\n"
+      "run on the built-in AOTInductor runtime, others through LibTorch. A bundle's part is first\n"
+      "checked as verify checks it (sizes, SHA-256, content keys), before any GPU is looked for. Inputs\n"
       "come from .npy files checked against the method's signature, or are random; outputs are\n"
       "written as .npy. Then times --iterations calls after --warmup with CUDA events.");
   auto request = std::make_shared<RunRequest>();

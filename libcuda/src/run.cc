@@ -119,6 +119,7 @@ Result<RunReport> run_part(const RunRequest& request) {
   RunReport report;
   report.part = part.name;
   report.source = part.source;
+  report.checked = opened.checked;
   report.method = part.method;
   report.libtorch = libtorch_version();
   report.runtime = model.runtime();

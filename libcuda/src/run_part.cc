@@ -15,6 +15,7 @@
 #include "ptbundle/formats/pt2.h"
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/integrity/integrity.h"
+#include "ptbundle/signing/folder_digests.h"
 #include "ptbundle/program/program_argument.h"
 #include "ptbundle/base/text.h"
 
@@ -251,10 +252,13 @@ Result<RunInput> open_bundle_input(const std::string& folder, const RunPartOptio
   auto start = std::chrono::steady_clock::now();
   PTB_TRY(Bundle bundle, Bundle::open(folder));
   PTB_TRY(auto entry, bundle.find_part(options.part));
-  PTB_TRY(BundlePart part, bundle.open_part(entry));
+  // Checked through the mappings it is then loaded from.
+  PTB_TRY(CheckedPart checked, open_checked_part(bundle, entry));
+  const BundlePart& part = checked.part;
   RunInput input;
   input.source = bundle.path();
   input.name = entry->name;
+  input.checked = std::move(checked.checks);
   for (const BundleProgram& program : part.programs) {
     PTB_TRY(RunCandidate candidate, prepare_program(program.program, entry->name, options, start));
     candidate.target = program.target;
@@ -288,9 +292,15 @@ Result<RunInput> open_lone_program(const ProgramArgument& argument, InputPath op
     PTB_TRY(PtdFile ptd, PtdFile::open(*data));
     program->set_data(std::make_shared<const PtdFile>(std::move(ptd)));
   }
+  // No bundle.json to hold the files to: the content-addressed keys, which
+  // name the SHA-256 of their bytes, are what can be checked.
+  PTB_CHECK(check_program_content_keys(*program));
   RunInput input;
   input.source = argument.program;
   input.name = options.part.empty() ? fs::path(argument.program).stem().string() : options.part;
+  input.checked.content_keys = content_keys_of(program->pte()).size() + (program->ptd() ? content_keys_of(*program->ptd()).size() : 0);
+  input.checked.what = std::to_string(input.checked.content_keys) +
+                       " content-addressed key(s); a lone program has no bundle.json to check sizes and SHA-256 against";
   PTB_TRY(RunCandidate candidate, prepare_program(std::move(program), input.name, options, start));
   input.candidates.push_back(std::move(candidate));
   return input;
@@ -317,6 +327,8 @@ Result<RunInput> open_run_input(const std::string& path, const RunPartOptions& o
       RunInput input;
       input.source = argument.program;
       input.name = candidate.part.name;
+      input.checked.what = "each entry read by the size and CRC-32 the zip records; a package has no bundle.json "
+                           "to check SHA-256 against";
       input.candidates.push_back(std::move(candidate));
       return input;
     }

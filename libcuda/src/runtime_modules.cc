@@ -12,9 +12,9 @@
 //     loaded RTLD_GLOBAL only when a link_libtorch=False library is run
 //     keeps them out of every other process.
 //
-// Modules are looked for in $PTBUNDLE_RUNTIME_DIR, then beside the program
-// that contains this code, in ../<libdir>/ptbundle (the installed layout and
-// the build tree's), then in the build and install folders CMake recorded.
+// Modules are looked for only where ptbundle is installed, or in
+// $PTBUNDLE_RUNTIME_DIR, and loaded only from files no other user can have
+// written (module_folders.h).
 #include "runtime_modules.h"
 
 #include <dlfcn.h>
@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "module_folders.h"
 #include "ptbundle/cuda/runtime_choice.h"
 
 namespace ptb::detail {
@@ -44,32 +45,24 @@ const char* file_name(AotiRuntime kind) {
   return kind == AotiRuntime::Builtin ? PTB_BUILTIN_RUNTIME_FILE : PTB_LIBTORCH_RUNTIME_FILE;
 }
 
-std::vector<fs::path> search_folders() {
-  std::vector<fs::path> folders;
-  if (const char* dir = std::getenv("PTBUNDLE_RUNTIME_DIR"); dir && *dir) folders.emplace_back(dir);
-  Dl_info info{};
-  if (::dladdr(reinterpret_cast<void*>(&search_folders), &info) && info.dli_fname) {
-    std::error_code ec;
-    fs::path self = fs::canonical(info.dli_fname, ec);
-    if (ec) self = info.dli_fname;
-    folders.push_back(self.parent_path());
-    folders.push_back(self.parent_path().parent_path() / PTB_INSTALL_LIBDIR / "ptbundle");
-  }
-  folders.emplace_back(PTB_RUNTIME_BUILD_DIR);
-  folders.emplace_back(PTB_RUNTIME_INSTALL_DIR);
-  return folders;
-}
-
 Loaded load(AotiRuntime kind) {
   Loaded loaded;
   const char* name = file_name(kind);
   std::string looked;
-  for (const fs::path& folder : search_folders()) {
-    const fs::path candidate = folder / name;
+  for (const std::string& folder : runtime_module_folders()) {
+    const fs::path candidate = fs::path(folder) / name;
     std::error_code ec;
-    if (!fs::is_regular_file(candidate, ec)) {
-      looked += (looked.empty() ? "" : ", ") + folder.string();
+    if (!fs::exists(candidate, ec)) {
+      looked += (looked.empty() ? "" : ", ") + folder;
       continue;
+    }
+    // The first module found decides: one that may not be trusted is
+    // refused, not passed over for another.
+    if (std::string why = module_refusal(candidate.string()); !why.empty()) {
+      loaded.failure = "refusing to load the runtime module: " + why +
+                       "; another user could have put code there that would run as you. Install ptbundle with its "
+                       "modules owned by root or by you and not writable by others";
+      return loaded;
     }
     // The built-in runtime must be global (see above); the LibTorch runtime
     // makes LibTorch global itself, and keeps its own code local.
@@ -89,7 +82,8 @@ Loaded load(AotiRuntime kind) {
     loaded.module = module;
     return loaded;
   }
-  loaded.failure = std::string(name) + " not found (looked in " + looked + "; set PTBUNDLE_RUNTIME_DIR)";
+  loaded.failure = std::string(name) + " not found (looked in " + looked +
+                   ", where this ptbundle is installed; or set PTBUNDLE_RUNTIME_DIR)";
   return loaded;
 }
 

@@ -5,7 +5,9 @@
 //                                 step of a transaction (test_kill_point), as a
 //                                 power cut would; PTB_TEST_KILL_SIGNAL=INT or
 //                                 TERM sends that signal instead (Ctrl-C, a
-//                                 service stop).
+//                                 service stop); STOP holds the process there
+//                                 until a SIGCONT, for a test that changes
+//                                 files at that very moment.
 //   PTB_TEST_SHRINK_AFTER_MAP=NAME the file of that path or last component is
 //                                 truncated to nothing right after it is mapped
 //                                 (test_shrink_point), as `cp new old` does.
@@ -29,6 +31,7 @@ void kill_at(const std::string& step) {
   int signal_number = SIGKILL;
   if (signal_name && std::strcmp(signal_name, "INT") == 0) signal_number = SIGINT;
   if (signal_name && std::strcmp(signal_name, "TERM") == 0) signal_number = SIGTERM;
+  if (signal_name && std::strcmp(signal_name, "STOP") == 0) signal_number = SIGSTOP;
   ::raise(signal_number);
 }
 

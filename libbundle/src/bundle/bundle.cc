@@ -115,8 +115,14 @@ Result<Bundle> Bundle::open(const std::string& folder) {
   // bundle.json is read and held as long as the Bundle: the manifest and the
   // files it lists are of one state, before a write or after it.
   PTB_TRY(BundleReadLock lock, acquire_read_lock(dir));
-  PTB_TRY(Manifest manifest, read_manifest(dir));
+  PTB_TRY(MappedFile file, MappedFile::open_in(dir, kManifestFileName));
+  if (file.size() > kMaxManifestBytes)
+    return invalid(file.path() + ": " + std::to_string(file.size()) + " bytes; expected a manifest under 64 MiB");
+  // Parsed from a copy, which no writer of the file can change under the parser.
+  const std::string text(reinterpret_cast<const char*>(file.bytes().data()), file.size());
+  PTB_TRY(Manifest manifest, parse_manifest(text, file.path()));
   Bundle bundle;
+  bundle.manifest_file_ = std::make_shared<const MappedFile>(std::move(file));
   bundle.lock_ = std::make_shared<const BundleReadLock>(std::move(lock));
   bundle.dir_ = std::make_shared<const BundleDir>(std::move(dir));
   bundle.manifest_ = std::make_shared<const Manifest>(std::move(manifest));

@@ -97,13 +97,17 @@ Result<PtdFile> PtdFile::parse(MappedFile file) {
   if (!detail::verifiable_size(flatbuffer_end)) {
     return invalid(path + ": flatbuffer of " + std::to_string(flatbuffer_end) + " bytes is too large; expected less than 2 GiB");
   }
-  flatbuffers::Verifier verifier(data.data(), static_cast<size_t>(flatbuffer_end),
-                                 detail::verifier_options(static_cast<size_t>(flatbuffer_end)));
+  // Verified and read from a copy: the mapping shows what another process
+  // writes into the file, so a flatbuffer verified there could be read back
+  // changed, with offsets the verifier never saw. Everything is taken out of
+  // it here; the segments stay in the mapping.
+  const std::vector<uint8_t> copy(data.begin(), data.begin() + static_cast<ptrdiff_t>(flatbuffer_end));
+  flatbuffers::Verifier verifier(copy.data(), copy.size(), detail::verifier_options(copy.size()));
   if (!fb::ptd::VerifyFlatTensorBuffer(verifier)) {
     return invalid(path + ": flatbuffer (" + std::to_string(flatbuffer_end) +
                    " bytes from offset 0) fails FlatBuffers verification; expected a valid FlatTensor");
   }
-  const fb::ptd::FlatTensor* root = fb::ptd::GetFlatTensor(data.data());
+  const fb::ptd::FlatTensor* root = fb::ptd::GetFlatTensor(copy.data());
   ptd.version_ = root->version();
 
   uint64_t base = ptd.header_.segment_base_offset;

@@ -101,13 +101,15 @@ Result<PteFile> PteFile::parse(std::shared_ptr<const MappedFile> owner, Bytes da
     return invalid(where + ": program flatbuffer of " + std::to_string(pte.flatbuffer_size_) +
                    " bytes is too large; expected less than 2 GiB");
   }
-  flatbuffers::Verifier verifier(data.data(), static_cast<size_t>(pte.flatbuffer_size_),
-                                 detail::verifier_options(static_cast<size_t>(pte.flatbuffer_size_)));
+  // Verified and read from a copy no other process can change (pte.h says why).
+  auto copy = std::make_shared<std::vector<uint8_t>>(data.begin(), data.begin() + static_cast<ptrdiff_t>(pte.flatbuffer_size_));
+  pte.flatbuffer_ = copy;
+  flatbuffers::Verifier verifier(copy->data(), copy->size(), detail::verifier_options(copy->size()));
   if (!fb::VerifyProgramBuffer(verifier)) {
     return invalid(where + ": program flatbuffer (" + std::to_string(pte.flatbuffer_size_) +
                    " bytes from offset 0) fails FlatBuffers verification; expected a valid ExecuTorch Program");
   }
-  pte.program_ = fb::GetProgram(data.data());
+  pte.program_ = fb::GetProgram(copy->data());
 
   PTB_TRY(pte.segments_, detail::check_segments(*pte.program_, pte.header_, data.size(), where));
   PTB_TRY(pte.named_data_, detail::check_named_data(*pte.program_, pte.segments_, where));

@@ -153,6 +153,8 @@ ManifestParts read_parts(const Json& json, const std::string& manifest_path, Che
   return out;
 }
 
+}  // namespace
+
 bool check_listed_digest(const std::string& path, const ManifestFile& file, uint64_t size, const std::string& digest,
                          CheckList& checks) {
   if (size != file.size) {
@@ -170,6 +172,8 @@ bool check_listed_digest(const std::string& path, const ManifestFile& file, uint
   checks.pass(checks::kFile, path, std::to_string(file.size) + " bytes, SHA-256 as recorded");
   return true;
 }
+
+namespace {
 
 bool check_listed_file(const BundleDir& dir, const ManifestFile& file, const FolderDigests& digests, CheckList& checks) {
   const std::string path = dir.display(file.path);
@@ -225,6 +229,8 @@ std::string delegates_text(const std::vector<ManifestDelegate>& delegates) {
   return "[" + join(items, ", ") + "]";
 }
 
+}  // namespace
+
 // What bundle.json says of the methods against what the program holds:
 // `run` and `verify` trust the manifest's signatures.
 void check_manifest_program(const ManifestPart& part, const ProgramWithData& program, CheckList& checks) {
@@ -266,6 +272,8 @@ void check_manifest_program(const ManifestPart& part, const ProgramWithData& pro
                 std::to_string(methods.size()) + " method(s): signatures and delegates as bundle.json records");
   }
 }
+
+namespace {
 
 // One of the part's programs with the part's data file; null when it did
 // not open (already reported). Opened as every command opens a part's

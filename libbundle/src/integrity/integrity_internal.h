@@ -1,11 +1,13 @@
 // Shared by the integrity_*.cc files; private to libbundle.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ptbundle/bundle/bundle.h"
 #include "ptbundle/integrity/integrity.h"
 #include "ptbundle/program/program_argument.h"
 #include "ptbundle/signing/folder_digests.h"
@@ -65,6 +67,16 @@ void check_content_keys(const std::string& dir, const FolderDigests& digests, Ch
 // added, missing or changed. Trusted only once the signature verified.
 bool check_signed_files(const std::string& dir, const SignedStatement& statement, const FolderDigests& digests,
                         CheckList& checks);
+
+// A listed file's size and SHA-256 against bundle.json's (kFile, subject `path`).
+bool check_listed_digest(const std::string& path, const ManifestFile& file, uint64_t size, const std::string& digest,
+                         CheckList& checks);
+// What bundle.json says of the part's methods against the program (kManifestProgram).
+void check_manifest_program(const ManifestPart& part, const ProgramWithData& program, CheckList& checks);
+
+// The files of an opened part, by their path in bundle.json: the descriptor
+// of each mapping, with the content keys found in the parsed file.
+std::map<std::string, FolderHashOptions::OpenFile> part_open_files(const BundlePart& part);
 
 // testcases/<part>.ptd against the part's program: returns the method it tests.
 std::optional<std::string> check_testcase_file(const ManifestPart& part, const ManifestTestcase& testcase,

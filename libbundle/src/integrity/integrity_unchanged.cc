@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "integrity/integrity_internal.h"
+#include "ptbundle/bundle/bundle.h"
+#include "ptbundle/bundle/names.h"
 #include "ptbundle/signing/model_signature.h"
 
 namespace ptb {
@@ -32,9 +34,13 @@ Status first_failure(const CheckList& checks, const std::string& dir) {
 
 }  // namespace
 
-Status check_bundle_unchanged(const std::string& dir, const Manifest& manifest, const IntegrityOptions& options) {
+namespace {
+
+Status check_unchanged(const std::string& dir, const Manifest& manifest, const IntegrityOptions& options,
+                       std::map<std::string, FolderHashOptions::OpenFile> open_files) {
   PTB_TRY(BundleDir bundle, BundleDir::open(dir));
-  const detail::FolderReading reading = detail::folder_reading(bundle, &manifest, options.threads);
+  detail::FolderReading reading = detail::folder_reading(bundle, &manifest, options.threads);
+  reading.hashing.open_files = std::move(open_files);
   const std::optional<std::string>& signature_name = reading.signature_name;
   PTB_TRY(FolderDigests digests, hash_folder(dir, reading.hashing));
 
@@ -73,6 +79,20 @@ Status check_bundle_unchanged(const std::string& dir, const Manifest& manifest, 
   if (!signature.statement_error.empty()) return invalid(signature.path + ": " + signature.statement_error);
   detail::check_signed_files(dir, signature.statement, digests, checks);
   return first_failure(checks, dir);
+}
+
+}  // namespace
+
+Status check_bundle_unchanged(const std::string& dir, const Manifest& manifest, const IntegrityOptions& options) {
+  return check_unchanged(dir, manifest, options, {});
+}
+
+Status check_bundle_unchanged(const Bundle& bundle, const std::vector<const BundlePart*>& parts,
+                              const IntegrityOptions& options) {
+  std::map<std::string, FolderHashOptions::OpenFile> open_files;
+  open_files[kManifestFileName] = {bundle.manifest_file().fd(), {}};
+  for (const BundlePart* part : parts) open_files.merge(detail::part_open_files(*part));
+  return check_unchanged(bundle.path(), bundle.manifest(), options, std::move(open_files));
 }
 
 }  // namespace ptb

@@ -411,6 +411,13 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
   return std::make_pair(merged, files);
 }
 
+// One input checked through the mappings merge then reads (integrity.h).
+Status check_opened(const InputBundle& input, const IntegrityOptions& options) {
+  std::vector<const BundlePart*> parts;
+  for (const auto& [name, part] : input.parts) parts.push_back(&part);
+  return check_bundle_unchanged(input.bundle, parts, options);
+}
+
 // Each input as verify would check it (digests, content keys, signature),
 // so a tampered input is refused rather than laundered into a bundle whose
 // fresh bundle.json makes the change look approved. The bundles are hashed
@@ -423,8 +430,8 @@ Status check_inputs_unchanged(const std::vector<InputBundle>& bundles, const Bun
   std::vector<Status> results(bundles.size());
   std::vector<std::thread> pool;
   for (size_t b = 1; b < bundles.size(); ++b)
-    pool.emplace_back([&, b] { results[b] = check_bundle_unchanged(bundles[b].dir, bundles[b].manifest(), options); });
-  results[0] = check_bundle_unchanged(bundles[0].dir, bundles[0].manifest(), options);
+    pool.emplace_back([&, b] { results[b] = check_opened(bundles[b], options); });
+  results[0] = check_opened(bundles[0], options);
   for (auto& thread : pool) thread.join();
   for (const Status& status : results) PTB_CHECK(status);
   return {};
@@ -443,6 +450,7 @@ Result<std::vector<InputBundle>> read_bundles(const BundleMergeRequest& request)
     }
     bundles.push_back(std::move(input));
   }
+  test_kill_point("inputs-opened");
   PTB_CHECK(check_inputs_unchanged(bundles, request));
   const Manifest& first = bundles.front().manifest();
   for (size_t b = 1; b < bundles.size(); ++b) {

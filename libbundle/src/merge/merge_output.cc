@@ -197,13 +197,15 @@ Status OutputJob::commit() {
   }
   DeferInterrupts defer;
   if (!ptd_out_) return pte_out_->commit();
-  PTB_CHECK(write_pair_journal(output_pte_, pte_out_->temp_path(), output_ptd_));
+  PTB_CHECK(write_pair_journal(output_pte_, pte_out_->temp_path(), output_ptd_, ptd_out_->temp_path()));
+  test_kill_point("merge-pair-journal");
   if (Status data = ptd_out_->commit(); !data.ok()) {
     remove_pair_journal(output_pte_);  // nothing renamed: the old pair stands
     return data;
   }
   test_kill_point("merge-pair");
   PTB_CHECK(pte_out_->commit());
+  test_kill_point("merge-pair-done");
   remove_pair_journal(output_pte_);
   return {};
 }

@@ -56,28 +56,37 @@ bool is_content_addressed_key(const std::string& key) {
   return suffix == "_so_blob" || suffix == "_weights_blob";
 }
 
-std::vector<ContentKeyDigest> content_keys_of(const std::string& path) {
+std::vector<ContentKeyDigest> content_keys_of(const PteFile& pte) {
   std::vector<ContentKeyDigest> out;
+  for (const PteNamedData& entry : pte.named_data()) {
+    if (!is_content_addressed_key(entry.key) || entry.segment_index >= pte.segments().size()) continue;
+    const PteSegment& segment = pte.segments()[entry.segment_index];
+    const uint64_t offset = pte.base_offset() + segment.file_offset;
+    if (!range_fits(offset, segment.size, pte.file().size())) continue;
+    out.push_back(digest_entry(entry.key, "named data", offset, segment.size));
+  }
+  return out;
+}
+
+std::vector<ContentKeyDigest> content_keys_of(const PtdFile& ptd) {
+  std::vector<ContentKeyDigest> out;
+  for (const PtdEntry& entry : ptd.entries()) {
+    if (!is_content_addressed_key(entry.key) || !range_fits(entry.file_offset, entry.size, ptd.file().size())) continue;
+    out.push_back(digest_entry(entry.key, "data file entry", entry.file_offset, entry.size));
+  }
+  return out;
+}
+
+std::vector<ContentKeyDigest> content_keys_of(const std::string& path) {
   const std::string identifier = identifier_of(path);
   if (identifier == "ET12") {
     auto pte = PteFile::open(path);
-    if (!pte.ok()) return out;
-    for (const PteNamedData& entry : pte->named_data()) {
-      if (!is_content_addressed_key(entry.key) || entry.segment_index >= pte->segments().size()) continue;
-      const PteSegment& segment = pte->segments()[entry.segment_index];
-      const uint64_t offset = pte->base_offset() + segment.file_offset;
-      if (!range_fits(offset, segment.size, pte->file().size())) continue;
-      out.push_back(digest_entry(entry.key, "named data", offset, segment.size));
-    }
+    if (pte.ok()) return content_keys_of(*pte);
   } else if (identifier == "FT01") {
     auto ptd = PtdFile::open(path);
-    if (!ptd.ok()) return out;
-    for (const PtdEntry& entry : ptd->entries()) {
-      if (!is_content_addressed_key(entry.key) || !range_fits(entry.file_offset, entry.size, ptd->file().size())) continue;
-      out.push_back(digest_entry(entry.key, "data file entry", entry.file_offset, entry.size));
-    }
+    if (ptd.ok()) return content_keys_of(*ptd);
   }
-  return out;
+  return {};
 }
 
 // Every key, needed or not: export and merge carry both files whole. The

@@ -125,10 +125,14 @@ void hash_file(const std::string& path, FileDigest& file) {
     file.error = std::string("cannot open: ") + std::strerror(errno);
     return;
   }
+  hash_descriptor(fd, file);
+  ::close(fd);
+}
+
+void hash_descriptor(int fd, FileDigest& file) {
   struct stat info {};
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
     file.error = "not a regular file";
-    ::close(fd);
     return;
   }
   const uint64_t size = static_cast<uint64_t>(info.st_size);
@@ -175,7 +179,6 @@ void hash_file(const std::string& path, FileDigest& file) {
     ring.produced.notify_one();
     follower.join();
   }
-  ::close(fd);
   if (!error.empty()) {
     file.error = error;
     return;
@@ -185,3 +188,9 @@ void hash_file(const std::string& path, FileDigest& file) {
 }
 
 }  // namespace ptb::detail
+
+namespace ptb {
+
+void hash_open_file(int fd, FileDigest& file) { detail::hash_descriptor(fd, file); }
+
+}  // namespace ptb

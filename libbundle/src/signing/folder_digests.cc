@@ -1,5 +1,8 @@
 // hash_folder: the folder's files hashed in parallel, largest first.
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <filesystem>
 #include <thread>
@@ -24,7 +27,14 @@ Result<FolderDigests> hash_folder(const std::string& dir, const FolderHashOption
   for (size_t i = 0; i < entries.size(); ++i) {
     if (entries[i].kind != FolderEntryKind::File) continue;
     std::error_code ec;
-    const uint64_t size = fs::file_size(fs::path(dir) / entries[i].path, ec);
+    uint64_t size = 0;
+    if (auto open = options.open_files.find(entries[i].path); open != options.open_files.end()) {
+      struct stat info {};
+      if (::fstat(open->second.fd, &info) == 0) size = static_cast<uint64_t>(info.st_size);
+      else ec = std::error_code(errno, std::generic_category());
+    } else {
+      size = fs::file_size(fs::path(dir) / entries[i].path, ec);
+    }
     entries[i].size = ec ? 0 : size;
     if (auto expected = options.expected_sizes.find(entries[i].path);
         !ec && expected != options.expected_sizes.end() && expected->second != size) {
@@ -45,8 +55,13 @@ Result<FolderDigests> hash_folder(const std::string& dir, const FolderHashOption
     for (size_t at = next.fetch_add(1); at < order.size(); at = next.fetch_add(1)) {
       FileDigest& entry = entries[order[at]];
       const std::string path = (fs::path(dir) / entry.path).string();
-      if (options.content_keys) entry.content_keys = content_keys_of(path);
-      detail::hash_file(path, entry);
+      if (auto open = options.open_files.find(entry.path); open != options.open_files.end()) {
+        if (options.content_keys) entry.content_keys = open->second.content_keys;
+        hash_open_file(open->second.fd, entry);
+      } else {
+        if (options.content_keys) entry.content_keys = content_keys_of(path);
+        detail::hash_file(path, entry);
+      }
     }
   };
   const unsigned cores = options.threads ? options.threads : detail::usable_cores();

@@ -14,6 +14,8 @@ Result<std::vector<FileDigest>> list_folder(const std::string& dir, const std::v
 
 // Hashes `file` (a regular file at `path`) and its content_keys in one read.
 void hash_file(const std::string& path, FileDigest& file);
+// The same through an open descriptor, which stays open.
+void hash_descriptor(int fd, FileDigest& file);
 
 // Cores this process may run on.
 unsigned usable_cores();

@@ -161,9 +161,10 @@ int register_temp_path(const std::string& path, bool folder = false);
 void unregister_temp_path(int slot);
 
 // A point where a test may stop the process, as a power cut or a signal
-// would: writers call it before each rename of a transaction. It does
-// nothing unless a test program installed a hook (base/test_seams.h); the
-// shipped binaries install none.
+// would: writers call it before each rename of a transaction, readers where
+// they have opened their inputs and not yet checked them. It does nothing
+// unless a test program installed a hook (base/test_seams.h); the shipped
+// binaries install none.
 void test_kill_point(const std::string& step);
 
 // Writes a whole small file atomically.

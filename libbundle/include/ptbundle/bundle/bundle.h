@@ -101,6 +101,9 @@ class Bundle {
   const std::string& path() const;
   const BundleDir& dir() const { return *dir_; }
   const Manifest& manifest() const { return *manifest_; }
+  // bundle.json as opened: manifest() was parsed from a copy of its bytes,
+  // and commands that hash the folder hash this file through its descriptor.
+  const MappedFile& manifest_file() const { return *manifest_file_; }
 
   // The part called `name`; with an empty name the bundle's only part. A
   // usage error names the parts when there are several and none was chosen
@@ -116,6 +119,7 @@ class Bundle {
  private:
   std::shared_ptr<const BundleDir> dir_;
   std::shared_ptr<const Manifest> manifest_;
+  std::shared_ptr<const MappedFile> manifest_file_;
   std::shared_ptr<const BundleReadLock> lock_;  // shared by copies: released with the last
 };
 

@@ -6,6 +6,15 @@
 // an existing segment, every delegate reference pointing at existing data.
 // After that, accessors do not fail on bounds. Segment bytes are only touched
 // when a caller asks for them.
+//
+// The program's flatbuffer (the bytes before the segments: small, and all of
+// the file only for a program without segments) is copied into memory and
+// verified there; program() and inline delegate payloads read that copy and
+// never the mapping. A mapping shows what another process writes into the
+// file, so a flatbuffer verified in the mapping could be read back changed,
+// with offsets the verifier never saw. Segments stay in the mapping: their
+// bytes are data, checked by hash (a bundle's digests, content keys) and
+// never followed as offsets.
 #pragma once
 
 #include <cstdint>
@@ -65,6 +74,7 @@ class PteFile {
   uint64_t base_offset() const { return base_offset_; }
 
   const std::optional<PteExtendedHeader>& extended_header() const { return header_; }
+  // Reads the private copy of the flatbuffer, not the mapping.
   const fb::Program& program() const { return *program_; }
   uint64_t flatbuffer_size() const { return flatbuffer_size_; }
 
@@ -85,6 +95,9 @@ class PteFile {
   Bytes data_;
   uint64_t base_offset_ = 0;
   std::optional<PteExtendedHeader> header_;
+  // The flatbuffer [0, flatbuffer_size_) of data_, copied: what program_
+  // points into. Shared, so that copies of a PteFile keep it alive and in place.
+  std::shared_ptr<const std::vector<uint8_t>> flatbuffer_;
   const fb::Program* program_ = nullptr;
   uint64_t flatbuffer_size_ = 0;
   std::vector<PteSegment> segments_;

@@ -184,5 +184,13 @@ std::vector<VerifySubject> check_integrity(std::string_view argument, CheckList&
 // prove a change after signing. The folder is hashed once, in parallel
 // (options.threads). The error is the first problem, naming its file.
 Status check_bundle_unchanged(const std::string& dir, const Manifest& manifest, const IntegrityOptions& options);
+// The same of a bundle opened with its parts (merge's inputs): bundle.json
+// and every file of `parts` are hashed through the descriptors of the
+// mappings the caller then reads, never opened again by path, so that what
+// is checked is what is used.
+class Bundle;
+struct BundlePart;
+Status check_bundle_unchanged(const Bundle& bundle, const std::vector<const BundlePart*>& parts,
+                              const IntegrityOptions& options);
 
 }  // namespace ptb

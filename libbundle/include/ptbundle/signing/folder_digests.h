@@ -65,6 +65,15 @@ struct FolderHashOptions {
   // the signature lists needs no digest to be reported, so a sparse 20 GiB
   // file planted in the folder costs no read).
   std::optional<std::set<std::string>> hash_only;
+  // Files the caller holds open, by relative path: hashed through that
+  // descriptor (the file the caller reads, whatever a rename has put at the
+  // path since) rather than opened again by path, with the content keys the
+  // caller found in it. The caller keeps the descriptors open.
+  struct OpenFile {
+    int fd = -1;
+    std::vector<ContentKeyDigest> content_keys;
+  };
+  std::map<std::string, OpenFile> open_files;
 };
 
 struct FolderDigests {
@@ -92,6 +101,15 @@ bool signing_order_less(const std::string& a, const std::string& b);
 // by SHA-256, with where those bytes lie in the file. Empty for any other
 // file, or one that does not open (its own checks report that).
 std::vector<ContentKeyDigest> content_keys_of(const std::string& path);
+// The same of a program or data file already opened (offsets in its file()).
+class PteFile;
+class PtdFile;
+std::vector<ContentKeyDigest> content_keys_of(const PteFile& pte);
+std::vector<ContentKeyDigest> content_keys_of(const PtdFile& ptd);
+
+// One file's SHA-256 and its `file.content_keys` (offsets in the file) in one
+// read through `fd`, which stays open; an error is recorded in `file.error`.
+void hash_open_file(int fd, FileDigest& file);
 
 // "<64 lowercase hex>_so_blob" or "<64 lowercase hex>_weights_blob".
 bool is_content_addressed_key(const std::string& key);

@@ -4,7 +4,8 @@
 // RunReport.
 //
 // The order puts every check that needs no GPU work first: the input is
-// opened and checked (run_part.h's open_run_input) before this build's
+// opened and checked (run_part.h's open_run_input: a bundle's part as verify
+// checks it, through the files then loaded) before this build's
 // runtime or the machine's GPU is asked about, so a bad input gets one
 // answer everywhere; then the variant and kernels for this GPU, inputs named
 // by index against the method's signature; only then is the library loaded.
@@ -64,6 +65,7 @@ struct RunCheck {
 struct RunReport {
   std::string part;
   std::string source;
+  PartChecks checked;  // what was checked before the part was loaded (run_part.h)
   std::string method;
   std::string libtorch;  // the version this build's LibTorch runtime has; empty without one
   RuntimeUse runtime;    // which runtime loaded the library, and why
@@ -175,7 +177,7 @@ struct RunReport {
   template <class F>
   void fields(F& f) const {
     const RunReport& r = *this;
-    f("part", r.part)("source", r.source)("method", r.method)("libtorch", r.libtorch)("runtime", RuntimeView{r.runtime, r.load.libraries})(
+    f("part", r.part)("source", r.source)("checked", r.checked)("method", r.method)("libtorch", r.libtorch)("runtime", RuntimeView{r.runtime, r.load.libraries})(
         "device", DeviceView{r.device})(
         "variant", r.variant)("kernels", r.kernels)(
         "weights", WeightsView{r.weights_layout, r.weights_file, r.load.weight_bytes, r.load.upload_method})(

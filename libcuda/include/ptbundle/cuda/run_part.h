@@ -30,6 +30,7 @@
 #include "ptbundle/base/file.h"
 #include "ptbundle/formats/npy.h"
 #include "ptbundle/formats/pte.h"
+#include "ptbundle/integrity/checked_part.h"
 #include "ptbundle/program/program_with_data.h"
 #include "ptbundle/base/result.h"
 #include "ptbundle/results/tolerance.h"
@@ -89,10 +90,17 @@ struct RunInput {
   std::string source;  // the bundle folder or file, for messages
   std::string name;    // the part, or the file's stem
   std::vector<RunCandidate> candidates;  // one; or one per GPU target, in bundle.json's order
+  // What was checked before anything else: a bundle's part through
+  // open_checked_part (checked_part.h: bundle.json, sizes, SHA-256, content
+  // keys, over the files the candidates read); a lone program's
+  // content-addressed keys; a .pt2's sizes and CRC-32s.
+  PartChecks checked;
 };
 
 // `path` is a bundle folder, PROGRAM.pte[,DATA.ptd] or PROGRAM.bpte[,DATA.ptd]
 // (parse_program_argument) or a .pt2 package. options.gpu is not used.
+// A bundle's part is checked as verify checks it (open_checked_part) and
+// refused with verify's message when a check fails.
 Result<RunInput> open_run_input(const std::string& path, const RunPartOptions& options);
 // What needs the GPU (options.gpu; without one the only variant, unchecked):
 // the per-target program and the library variant for it, then its kernels.
