@@ -170,7 +170,7 @@ TEST_CASE("default packages: export, verify and inspect mlp_sm90.pt2") {
   auto inspected = run_cli("inspect --json " + quote(bundle));
   REQUIRE_MESSAGE(inspected.exit_code == 0, inspected.err);
   if (ptb::test::have_jsonschema()) CHECK(ptb::test::schema_problem("inspect", inspected.out) == "");
-  const std::string document = inspected.out;
+  const std::string document = nlohmann::json::parse(inspected.out).dump();
   CHECK(contains(document, "\"needs\":\"LibTorch\""));
   CHECK(contains(document, "\"name\":\"" + std::string(kCubins[0]) + "\""));
   auto text = run_cli("inspect " + quote(bundle / "mlp.pte"));

@@ -12,13 +12,14 @@ namespace {
 
 constexpr uint64_t kMaxLibraryBytes = 4ull << 30;  // inflated into a temporary file to read its kernel file names
 
-std::string package_layout_text(const Pt2Model& model) {
+std::string package_layout_text(const Pt2Package& package, const Pt2Model& model) {
   std::string kernels = model.kernels_in_separate_files()
                             ? std::to_string(model.kernel_binaries.size()) + " kernel file(s) beside the library"
                             : std::string("kernels embedded in the library");
-  std::string weights = model.weights_blob ? "weights in " + in_quotes(*model.weights_blob)
-                                           : std::string("weights compiled into the library (or none)");
-  return kernels + ", " + weights;
+  if (model.weights_blob) return kernels + ", weights in " + in_quotes(*model.weights_blob);
+  auto declared = pt2_needed_weights_bytes(package, model);
+  if (declared.ok() && *declared == uint64_t{0}) return kernels + ", no weights (the program declares no constants)";
+  return kernels + ", weights compiled into the library";
 }
 
 }  // namespace
@@ -64,7 +65,7 @@ void check_package(const std::string& path, CheckList& checks, std::vector<Verif
         continue;
       }
     }
-    checks.pass(checks::kPackageLayout, subject, package_layout_text(model) + ": ready for ptbundle export");
+    checks.pass(checks::kPackageLayout, subject, package_layout_text(*package, model) + ": ready for ptbundle export");
   }
   VerifySubject out;
   out.label = path;
