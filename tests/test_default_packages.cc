@@ -11,6 +11,7 @@
 
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/bundle/manifest.h"
+#include "ptbundle/cuda/run.h"
 #include "ptbundle/cuda/run_part.h"
 #include "ptbundle/cuda/runtime_choice.h"
 #include "ptbundle/export/export.h"
@@ -18,6 +19,8 @@
 #include "ptbundle/formats/pt2.h"
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/kernels/elf_imports.h"
+#include "ptbundle/results/tolerance.h"
+#include "gpu_support.h"
 #include "pt2_zip.h"
 #include "support.h"
 
@@ -138,7 +141,7 @@ TEST_CASE("default packages: export, verify and inspect mlp_sm90.pt2") {
   auto blob_sha = et->sha256_entry(*et->models().front().weights_blob, 1 << 20);
   REQUIRE(blob_sha.ok());
   CHECK(cuda["constants"]["sha256"] == *blob_sha);
-  CHECK(contains(cuda["kernel_targets"].dump(), "\"sm_90a\"") || contains(cuda["kernel_targets"].dump(), "\"sm_90\""));
+  CHECK(contains(cuda["kernel_targets"].dump(), "\"sm\":90"));
   auto manifest = read_manifest(bundle.string());
   REQUIRE_MESSAGE(manifest.ok(), manifest.error().message);
   CHECK(manifest->parts[0].cuda->weights_in_library);
@@ -323,8 +326,55 @@ TEST_CASE("default packages: a LibTorch-linked part is refused by name where thi
   CHECK(part->kernel_files.size() == 2);
   CHECK(part->weights.layout == WeightsLayout::None);
   if (!kLibTorchRunnerBuilt && kRunnerBuilt) {
-    auto run = run_cli("run " + quote(fixture("aoti/mlp_sm90.pt2")) + " --input " + quote(fixture("aoti/mlp_et.in0.npy")));
-    CHECK(run.exit_code != 0);
-    CHECK_MESSAGE(contains(run.out + run.err, "linked to LibTorch"), run.out + run.err);
+    auto run = run_cli("run " + quote(fixture("aoti/mlp_sm90.pt2")) + " --input 0=" + quote(fixture("aoti/mlp_et.in0.npy")));
+    const std::string said = run.out + run.err;
+    CHECK(run.exit_code == 1);
+    CHECK_MESSAGE(contains(said, "linked to LibTorch"), said);
+    CHECK_MESSAGE(contains(said, "this build has no LibTorch runtime"), said);
   }
+}
+
+TEST_CASE("run on GPU: mlp_sm90.pt2 (PyTorch's defaults) runs on LibTorch with its kernel files, matching eager") {
+  PTB_REQUIRE_GPU();
+  ptb::test::ScopedTmpdir tmp;
+  auto part = open_run_part(fixture("aoti/mlp_sm90.pt2").string(), ptb::test::this_gpu());
+  REQUIRE_MESSAGE(part.ok(), part.error().message);
+  {
+    auto model = load_part(*part, {});
+    REQUIRE_MESSAGE(model.ok(), model.error().message);
+    CHECK(model->runtime().kind == AotiRuntime::LibTorch);
+    CHECK(model->load_times().weight_bytes == 0);  // the library copied its own constants
+    HostTensor input = ptb::test::npy_tensor(fixture("aoti/mlp_et.in0.npy"));
+    HostTensor expected = ptb::test::npy_tensor(fixture("aoti/mlp_et.out0.npy"));
+    auto outputs = model->run({input});  // the first call loads both cubins from the kernel folder
+    REQUIRE_MESSAGE(outputs.ok(), outputs.error().message);
+    REQUIRE(outputs->size() == 1);
+    auto stats = compare_tensors(tensor_bytes((*outputs)[0]), tensor_bytes(expected), Tolerance{1e-7, 1e-5});
+    REQUIRE_MESSAGE(stats.ok(), stats.error().message);
+    CHECK_MESSAGE(stats->passed(), test_case_verdict("mlp_sm90", {{"output 0", {1e-7, 1e-5}, *stats, ""}}));
+    std::printf("[gpu] mlp_sm90 (kernel files, weights in the library, LibTorch): max abs diff %.3g vs eager\n",
+                stats->max_abs_error);
+    // The kernel folder lives with the model...
+    CHECK_FALSE(tmp.empty());
+  }
+  // ...and goes with it.
+  CHECK_MESSAGE(tmp.empty(), tmp.listing());
+}
+
+TEST_CASE("run on GPU: a bundle of mlp_sm90.pt2 verifies its test case and runs with --expect through the CLI") {
+  PTB_REQUIRE_FIXTURES();
+  if (!kLibTorchRunnerBuilt) {
+    ptb::test::skip("built without LibTorch: mlp_sm90.pt2 is linked to it (the refusal is checked above)");
+    return;
+  }
+  PTB_REQUIRE_GPU();
+  TempDir dir;
+  auto exported = export_cli(dir / "b", "mlp", fixture("aoti/mlp_sm90.pt2"));
+  REQUIRE_MESSAGE(exported.exit_code == 0, (exported.out + exported.err));
+  auto verified = run_cli("verify " + quote(dir / "b") + " --json");
+  CHECK_MESSAGE(verified.exit_code == 0, verified.out);
+  CHECK(contains(verified.out, "\"testcase\""));
+  auto ran = run_cli("run " + quote(dir / "b") + " --input 0=" + quote(fixture("aoti/mlp_et.in0.npy")) + " --expect 0=" +
+                     quote(fixture("aoti/mlp_et.out0.npy")) + " --iterations 10");
+  CHECK_MESSAGE(ran.exit_code == 0, (ran.out + ran.err));
 }

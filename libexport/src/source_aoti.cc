@@ -346,8 +346,10 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
   PTB_TRY(PartKernels kernels, scan_part_kernels(images, image_names));
   BuildGpu gpu;
   gpu.compute_capability = compute_capability(model);
-  part.cuda = CudaInfo{std::move(kernels.targets), gpu.compute_capability ? std::optional<BuildGpu>(gpu) : std::nullopt,
-                       !(blob_entry && blob_entry->size > 0) && !weights_in_library};
+  part.cuda.emplace();
+  part.cuda->kernel_targets = std::move(kernels.targets);
+  if (gpu.compute_capability) part.cuda->built_on = gpu;
+  part.cuda->no_weights = !(blob_entry && blob_entry->size > 0) && !weights_in_library;
   part.cuda->weights_in_library = weights_in_library;
   if (weights_in_library) part.cuda->constants = constants;
   PTB_TRY(part.cuda->runtime, runtime_needed(*library, request.program + " " + model.wrapper_library));

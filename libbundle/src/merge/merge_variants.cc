@@ -14,6 +14,7 @@
 #include <map>
 
 #include "merge/merge_internal.h"
+#include "ptbundle/base/text.h"
 #include "ptbundle/formats/kernel_files.h"
 #include "ptbundle/kernels/kernel_images.h"
 

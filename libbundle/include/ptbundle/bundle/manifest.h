@@ -116,12 +116,12 @@ struct CudaInfo {
     uint64_t bytes = 0;
     std::string sha256;
   };
-  std::optional<LibraryConstants> constants;
+  std::optional<LibraryConstants> constants = std::nullopt;
   // The runtime the part's libraries need: "built-in" (they import only the
   // aoti_* shims and the CUDA runtime) or "LibTorch" (they name libtorch
   // among their dependencies, as link_libtorch=True compiles them); absent
   // where export did not record it.
-  std::optional<std::string> runtime;
+  std::optional<std::string> runtime = std::nullopt;
 };
 
 // How one expected output is checked: tolerance.h's rule as export derived
