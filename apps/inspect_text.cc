@@ -105,7 +105,8 @@ void runtime_needs(Lines& out, const std::string& indent, const std::optional<In
   if (!needs) return;
   dynamic_dims(out, indent, needs->dynamic_dims);
   if (!needs->libtorch.empty()) {
-    out.add(indent, "Runtime: LibTorch (linked to " + joined(needs->libtorch) + ")");
+    out.add(indent, "Runtime: LibTorch (linked to " + joined(needs->libtorch) +
+                        "; compiled with aot_inductor.link_libtorch=True)");
     return;
   }
   if (needs->calls.empty()) {
@@ -142,6 +143,26 @@ void kernels(Lines& out, const std::string& indent, const std::optional<InspectK
   runtime_needs(out, indent, scanned->runtime);
 }
 
+// Each kernel file the library loads by name, with the GPU targets it holds.
+void kernel_files(Lines& out, const std::string& indent, const InspectKernelFiles& files) {
+  if (files.error) out.add(indent, "Kernel files: refused: " + str(*files.error));
+  if (files.files.empty()) return;
+  out.add(indent, "Kernel files (" + std::to_string(files.files.size()) + ", loaded by name at run time):");
+  TextTable table({{"file"}, {"size", Align::Right}, {"targets"}});
+  for (const InspectKernelFile& file : files.files) {
+    std::string targets;
+    if (file.kernels.error) {
+      targets = "cannot read: " + str(*file.kernels.error);
+    } else {
+      std::vector<std::string> names;
+      for (const InspectKernel& image : file.kernels.images) names.push_back(str(image.target) + " " + str(image.kind));
+      targets = names.empty() ? "none found" : joined(names);
+    }
+    table.add({str(file.name), size(file.size), targets});
+  }
+  out.table(indent + "  ", table);
+}
+
 std::string device_name(int32_t device_type) {
   return device_type == 1 ? "cuda" : device_type == 0 ? "cpu" : std::to_string(device_type);
 }
@@ -153,6 +174,7 @@ void cuda_payload(Lines& out, const std::string& indent, const InspectCudaPayloa
     out.add(inner, "Library: " + str(cuda.library.key) +
                        (cuda.library.in_program ? ", " + size(cuda.library.size) + " in the program" : ", not in the program"));
     kernels(out, inner + "  ", cuda.kernels);
+    kernel_files(out, inner + "  ", cuda.kernel_files);
     out.add(inner, "Weights: " + str(cuda.weights_blob.key) +
                        (cuda.weights_blob.in_program ? ", " + size(cuda.weights_blob.size) + " in the program" : ", in a data file"));
     return;
@@ -165,6 +187,7 @@ void cuda_payload(Lines& out, const std::string& indent, const InspectCudaPayloa
                        (variant.library.in_program ? " (" + size(variant.library.size) + ")" : " (not in the program)");
     out.add(inner + "  ", line);
     kernels(out, inner + "    ", variant.kernels);
+    kernel_files(out, inner + "    ", variant.kernel_files);
   }
   out.add(inner, "Weights:");
   TextTable table({{"fqn"}, {"dtype"}, {"sizes"}, {"strides"}, {"offset", Align::Right}, {"storage", Align::Right},

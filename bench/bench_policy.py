@@ -5,7 +5,10 @@ built-in runtime, plain and with --cuda-graph, for each part compiled three
 ways by tests/gpu/make_packages.py: ExecuTorch's options (Triton-only GEMMs
 and convolutions, "et"), the same with ATen's cuBLAS/cuDNN allowed ("aten"),
 and max_autotune off, where every GEMM and convolution goes to cuBLAS/cuDNN
-and compiling takes seconds ("default"). TF32 off everywhere. Prints one row
+and compiling takes seconds ("default"); with --ways, also PyTorch's defaults
+("pytorch_nolibtorch" on the built-in runtime; "pytorch", linked to LibTorch,
+where the ptbundle given was built with LibTorch, on its LibTorch runtime).
+TF32 off everywhere. Prints one row
 per package with the medians (CUDA events, microseconds) and the ratios
 eager / ptbundle (above 1: ptbundle is faster), then the speed goals.
 

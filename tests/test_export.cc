@@ -359,15 +359,6 @@ TEST_CASE("export: refusals name the problem and leave nothing behind") {
     return result.error();
   };
 
-  SUBCASE("a package compiled with the default options") {
-    PartRequest request = aoti_part("mlp", "mlp_et");
-    request.program = fixture("aoti/mlp_sm90.pt2").string();
-    auto error = expect_refusal({request}, "its weights are compiled into the library");
-    CHECK(contains(error.message, "its kernels are separate files"));
-    CHECK(contains(error.message, "\"aot_inductor.embed_kernel_binary\": True"));
-    CHECK(contains(error.message, "\"aot_inductor.package_constants_in_so\": False"));
-    CHECK(contains(error.message, "\"aot_inductor.package_constants_on_disk_format\": \"binary_blob\""));
-  }
   SUBCASE("a package without an example") {
     auto error = expect_refusal({part("mlp", fixture("aoti/mlp_et.pt2"))}, "needs --example mlp=");
     CHECK(error.kind == ErrorKind::Usage);

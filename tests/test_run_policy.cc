@@ -3,8 +3,10 @@
 // flow loop, a MoE router, masked copies, index_put, scatter, sort, nonzero,
 // .item(), int4 weight-only Linear, a dynamic-batch MLP, ...), compiled by
 // PyTorch on the GPU (make_packages.py, each way: ExecuTorch's
-// options, ATen GEMM/convolution allowed, no autotuning), each loaded by the
-// built-in runtime and run against eager PyTorch's outputs on the same GPU,
+// options, ATen GEMM/convolution allowed, no autotuning, PyTorch's defaults
+// with and without LibTorch), each loaded by the built-in runtime (the
+// LibTorch-linked "pytorch" way through the CLI, in a process of its own)
+// and run against eager PyTorch's outputs on the same GPU,
 // then shipped as a robot team ships it: exported by the CLI into a bundle
 // whose test case is those inputs and eager's outputs, and verified, which
 // runs the test case on this GPU. Samplers draw their own noise, so their outputs are checked by shape,
@@ -142,7 +144,30 @@ std::string export_and_verify(const fs::path& folder, const std::string& stem, s
   return "";
 }
 
+// A package compiled with PyTorch's defaults (the "pytorch" way,
+// link_libtorch=True) needs the LibTorch runtime, which this process cannot
+// load once the built-in runtime serves it (runner.h): the CLI runs it, in
+// a process of its own. Where this build has LibTorch, export and verify
+// (which reproduces the test case with eager's outputs on this GPU); where
+// it has not, `run` must refuse it by name before loading it.
+Outcome run_libtorch_package(const fs::path& folder, const std::string& stem, const nlohmann::json& description) {
+  const size_t inputs = description.value("inputs", 1), outputs = description.value("outputs", 1);
+  if (kLibTorchRunnerBuilt) {
+    if (std::string shipped = export_and_verify(folder, stem, inputs, outputs, true); !shipped.empty())
+      return {false, "linked to LibTorch: exported and verified: " + shipped};
+    return {true, "linked to LibTorch: exported, verified on the LibTorch runtime (test case reproduced)"};
+  }
+  std::string args = "run " + ptb::test::quote(folder / (stem + ".pt2")) + " --iterations 0";
+  for (size_t i = 0; i < inputs; ++i) args += " --input " + ptb::test::quote(array_path(folder, stem, "in", i));
+  auto ran = ptb::test::run_cli(args);
+  if (ran.exit_code == 0) return {false, "linked to LibTorch, yet run succeeded in a build without LibTorch"};
+  if (ran.err.find("linked to LibTorch") == std::string::npos)
+    return {false, "linked to LibTorch: run failed without naming it: " + ran.err};
+  return {true, "linked to LibTorch, refused by name in this build without LibTorch (as expected)"};
+}
+
 Outcome run_package(const fs::path& folder, const std::string& stem, const nlohmann::json& description) {
+  if (stem.ends_with("-pytorch")) return run_libtorch_package(folder, stem, description);
   Outcome outcome;
   auto part = open_run_part((folder / (stem + ".pt2")).string(), this_gpu());
   if (!part.ok()) return {false, "open: " + part.error().message};

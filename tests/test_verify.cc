@@ -711,7 +711,7 @@ TEST_CASE("verify: lone programs, data files given after a comma, BundledProgram
   CHECK(contains(failed[3].message, "folder without bundle.json"));
 }
 
-TEST_CASE("verify: AOTInductor packages: the layout ExecuTorch's CUDA backend needs, and their kernels") {
+TEST_CASE("verify: AOTInductor packages: the layouts export takes, and their kernels") {
   PTB_REQUIRE_FIXTURES();
   VerifyReport et = verify({fixture("aoti/mlp_et.pt2").string()}, "sm_90");
   INFO(describe(et));
@@ -721,13 +721,16 @@ TEST_CASE("verify: AOTInductor packages: the layout ExecuTorch's CUDA backend ne
   VerifyReport et_80 = verify({fixture("aoti/mlp_et.pt2").string()}, "sm_80");
   CHECK(find_outcome(et_80, checks::kGpu, "model model")->status == CheckStatus::Fail);
 
-  VerifyReport plain = verify({fixture("aoti/mlp_sm90.pt2").string()});
-  auto failed = with_status(plain, CheckStatus::Fail);
-  REQUIRE(failed.size() == 2);
-  CHECK(contains(failed[0].message, "weights are compiled into the library"));
-  CHECK(contains(failed[0].message, "aot_inductor.package_constants_in_so=False"));
-  CHECK(contains(failed[1].message, "separate files"));
-  CHECK(contains(failed[1].message, "aot_inductor.embed_kernel_binary=True"));
+  // PyTorch's defaults: kernel files beside the library, weights compiled
+  // into it; export takes that layout too, and the cubins' target is judged.
+  VerifyReport plain = verify({fixture("aoti/mlp_sm90.pt2").string()}, "sm_90");
+  INFO(describe(plain));
+  CHECK_FALSE(plain.checks.failed());
+  CHECK(contains(find_outcome(plain, checks::kPackageLayout, "model model")->message,
+                 "2 kernel file(s) beside the library, weights compiled into the library"));
+  CHECK(contains(find_outcome(plain, checks::kGpu, "model model")->message, "runs on sm_90"));
+  VerifyReport plain_80 = verify({fixture("aoti/mlp_sm90.pt2").string()}, "sm_80");
+  CHECK(find_outcome(plain_80, checks::kGpu, "model model")->status == CheckStatus::Fail);
 }
 
 TEST_CASE("verify: the command line, its exit codes and --json") {

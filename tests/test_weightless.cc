@@ -68,7 +68,7 @@ TEST_CASE("weightless: the wrapper's declared constant count tells a program wit
   REQUIRE(needed.ok());
   REQUIRE(needed->has_value());
   CHECK(**needed == 0);
-  CHECK(check_cuda_package_model(*package, model, "hint", /*read_through=*/true).ok());
+  CHECK(check_cuda_package_model(*package, model, /*read_through=*/true).ok());
 
   // The real package declares 3 constants of 3200 bytes: an empty blob is refused, saying so.
   std::vector<ZipEntry> emptied = ptb::test::mlp_entries();
@@ -76,7 +76,7 @@ TEST_CASE("weightless: the wrapper's declared constant count tells a program wit
   ptb::test::write_zip(dir / "emptied.pt2", emptied);
   auto bad = Pt2Package::open((dir / "emptied.pt2").string());
   REQUIRE(bad.ok());
-  auto refused = check_cuda_package_model(*bad, bad->models().front(), "hint", false);
+  auto refused = check_cuda_package_model(*bad, bad->models().front(), false);
   REQUIRE_FALSE(refused.ok());
   CHECK(contains(refused.error().message, "is empty; the model's wrapper source declares constants of 3200 bytes"));
 }

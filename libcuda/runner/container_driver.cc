@@ -1,4 +1,5 @@
 #include "runner/container_driver.h"
+#include "runner/kernel_folder.h"
 
 #include <cuda_runtime_api.h>
 
@@ -176,7 +177,8 @@ class Driver final : public ModelBackend {
                                           request.library_origin));
     times_.library_ms = ms_since(start);
     PTB_TRY(abi_, AotiAbi::bind(library_, request.library_origin));
-    PTB_TRY(Container container, create_container(abi_, device_, label_));
+    PTB_TRY(kernel_folder_, KernelFolder::create(request.kernel_files, label_));
+    PTB_TRY(Container container, create_container(abi_, device_, label_, kernel_folder_.path()));
     container_ = container.handle;
     times_.create_ms = container.create_ms;
     inputs_named_ = std::move(container.inputs);
@@ -707,6 +709,8 @@ class Driver final : public ModelBackend {
 
   std::unique_ptr<DeviceOps> ops_;
   LoadedLibrary library_;
+  // The library's kernel files, while it may still load one.
+  KernelFolder kernel_folder_;
   AotiAbi abi_;
   ContainerHandle container_ = nullptr;
   DeviceMemory weight_arena_;                  // per-FQN weights the container points into

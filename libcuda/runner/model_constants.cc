@@ -13,11 +13,13 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-Result<Container> create_container(const AotiAbi& abi, int device, const std::string& label) {
+Result<Container> create_container(const AotiAbi& abi, int device, const std::string& label,
+                                   const std::string& cubin_dir) {
   const auto start = Clock::now();
   const std::string where = "cuda:" + std::to_string(device);
   Container container;
-  if (abi.create_with_device(&container.handle, 1, where.c_str(), nullptr) != kAotiSuccess || !container.handle) {
+  const char* kernels = cubin_dir.empty() ? nullptr : cubin_dir.c_str();
+  if (abi.create_with_device(&container.handle, 1, where.c_str(), kernels) != kAotiSuccess || !container.handle) {
     return invalid(label + ": AOTInductorModelContainerCreateWithDevice(" + where + ") failed" + kSeeAbove);
   }
   container.create_ms = ms_since(start);

@@ -41,7 +41,10 @@ struct Container {
   std::vector<std::string> outputs;
   double create_ms = 0;
 };
-Result<Container> create_container(const AotiAbi& abi, int device, const std::string& label);
+// `cubin_dir`: the folder of the library's kernel files (kernel_folder.h),
+// "" when it embeds its kernels.
+Result<Container> create_container(const AotiAbi& abi, int device, const std::string& label,
+                                   const std::string& cubin_dir);
 
 struct ConstantInfo {
   std::string name;

@@ -14,6 +14,7 @@
 
 #include "ptbundle/cuda/gpu_check.h"
 #include "ptbundle/cuda/runtime_choice.h"
+#include "ptbundle/formats/kernel_files.h"
 #include "ptbundle/kernels/aoti_shims.h"
 #include "ptbundle/kernels/elf_imports.h"
 #include "ptbundle/kernels/kernel_images.h"
@@ -88,6 +89,26 @@ void scan_library(Library& library, Bytes bytes, const std::string& origin, cons
   if (!missing.empty()) library.unrunnable = missing_shims_message(origin, missing);
 }
 
+// The library's kernel files (kernel_files.h): their images are the
+// library's, judged with it.
+void scan_kernel_files(Library& library, const PteFile& pte, const std::string& key, const std::string& subject,
+                       CheckList& checks) {
+  if (!library.scanned) return;
+  auto files = kernel_files_of(pte, key);
+  if (!files.ok()) return;  // the integrity checks report a refused name
+  for (const KernelFile& file : *files) {
+    auto images = scan_kernels(pte.named_data_bytes(*file.entry), pte.name() + ": key " + in_quotes(file.key));
+    if (!images.ok()) {
+      checks.fail(checks::kKernelTargets, subject,
+                  library.label + ": cannot read the GPU code of its kernel file " + in_quotes(file.name) + ": " +
+                      images.error().message + "; export the part again");
+      library.scanned = false;
+      return;
+    }
+    library.images.insert(library.images.end(), images->begin(), images->end());
+  }
+}
+
 std::vector<CudaUnit> program_units(const VerifySubject& subject, CheckList& checks) {
   std::vector<CudaUnit> units;
   const ProgramWithData& program = *subject.program;
@@ -111,6 +132,7 @@ std::vector<CudaUnit> program_units(const VerifySubject& subject, CheckList& che
     for (auto& [library, key] : wanted) {
       if (auto bytes = program.find(key)) {
         scan_library(library, bytes->bytes, bytes->file + ": key '" + key + "'", subject_name, checks);
+        scan_kernel_files(library, program.pte(), key, subject_name, checks);
       }
       unit.libraries.push_back(std::move(library));
     }

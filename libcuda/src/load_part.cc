@@ -9,6 +9,7 @@ Result<AotiModel> load_part(const RunPart& part, const LoadOptions& options) {
   request.label = "part " + part.name;
   request.library = part.library;
   request.library_origin = part.source + ": " + part.library_key;
+  request.kernel_files = part.kernel_files;
   request.weights = &part.weights;
   request.device = options.device;
   // A .pt2 records no signature: the library checks its own inputs.

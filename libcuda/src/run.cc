@@ -77,6 +77,34 @@ std::vector<OutputComparison> compare_outputs(const std::vector<HostTensor>& out
   return comparisons;
 }
 
+namespace {
+
+// A library this build has no runtime for (one linked to LibTorch in a build
+// without LibTorch, one importing a shim the built-in runtime lacks) is
+// known from its bytes: refused by name before any GPU is looked for or
+// anything loaded, when no program of the part could run.
+Status check_some_runtime(const RunInput& input, AotiRuntime wanted) {
+  std::optional<Error> first;
+  for (const RunCandidate& candidate : input.candidates) {
+    std::vector<std::pair<Bytes, std::string>> libraries;
+    if (candidate.variants) {
+      for (size_t i = 0; i < candidate.libraries.size(); ++i)
+        libraries.push_back({candidate.libraries[i], candidate.part.source + ": " + candidate.variants->variants[i].so_key});
+    } else {
+      libraries.push_back({candidate.part.library, candidate.part.source + ": " + candidate.part.library_key});
+    }
+    for (const auto& [bytes, origin] : libraries) {
+      auto choice = choose_runtime(bytes, origin, wanted);
+      if (choice.ok()) return {};
+      if (!first) first = choice.take_error();
+    }
+  }
+  if (first) return *first;
+  return {};
+}
+
+}  // namespace
+
 Result<RunReport> run_part(const RunRequest& request) {
   if (request.warmup < 0 || request.iterations < 0) return usage_error("--warmup and --iterations must be 0 or more");
 
@@ -87,6 +115,7 @@ Result<RunReport> run_part(const RunRequest& request) {
   options.method = request.method;
   PTB_TRY(RunInput opened, open_run_input(request.path, options));
   if (!kRunnerBuilt) return usage_error(runner_unavailable_reason());
+  PTB_CHECK(check_some_runtime(opened, request.runtime));
   PTB_TRY(CudaDeviceInfo device, cuda_device(request.device));
   options.gpu = device.capability;
   options.driver_version = device.driver_version;

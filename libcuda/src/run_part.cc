@@ -10,6 +10,7 @@
 #include "ptbundle/bundle/bundle.h"
 #include "ptbundle/bundle/manifest.h"
 #include "ptbundle/formats/bpte.h"
+#include "ptbundle/formats/kernel_files.h"
 #include "ptbundle/kernels/compat.h"
 #include "ptbundle/kernels/kernel_images.h"
 #include "ptbundle/formats/pt2.h"
@@ -82,9 +83,29 @@ Status resolve_weights(const ProgramWithData& source, const std::string& name, c
   return {};
 }
 
+// The kernel files of the library keyed `key` (kernel_files.h), each name
+// checked, and every file the library loads among them.
+Result<std::vector<KernelFileBytes>> kernel_files_for(const ProgramWithData& source, const std::string& key,
+                                                     Bytes library) {
+  PTB_TRY(std::vector<KernelFile> files, kernel_files_of(source.pte(), key));
+  std::vector<KernelFileBytes> out;
+  std::vector<std::string> names;
+  for (const KernelFile& file : files) {
+    out.push_back({file.name, source.pte().named_data_bytes(*file.entry)});
+    names.push_back(file.name);
+  }
+  PTB_CHECK(check_kernel_files_present(library, names, source.pte().name() + ": named data " + in_quotes(key),
+                                       "the program"));
+  return out;
+}
+
 Status check_kernels(RunPart& part, const RunPartOptions& options) {
   if (!options.gpu) return {};
   PTB_TRY(auto images, scan_kernels(part.library, part.source + ": " + part.library_key));
+  for (const KernelFileBytes& file : part.kernel_files) {
+    PTB_TRY(auto more, scan_kernels(file.bytes, part.source + ": " + part.library_key + "/" + file.name));
+    images.insert(images.end(), more.begin(), more.end());
+  }
   KernelVerdict verdict = judge_kernels(images, *options.gpu, options.driver_version);
   part.kernels = verdict.message;
   if (!verdict.runs) return invalid("part " + part.name + " (" + part.source + "): " + verdict.message);
@@ -147,12 +168,15 @@ Result<RunCandidate> prepare_program(std::shared_ptr<const ProgramWithData> sour
     candidate.variants_where = delegate.where;
     for (const CudaVariant& variant : payload.variants) {
       PTB_TRY(Bytes library, named_bytes(*source, name, variant.so_key, "library"));
+      PTB_TRY(auto kernel_files, kernel_files_for(*source, variant.so_key, library));
       candidate.libraries.push_back(library);
+      candidate.kernel_files.push_back(std::move(kernel_files));
     }
   } else {
     part.variant = std::string("one library (") + cuda_payload_form_name(payload.form) + " payload)";
     PTB_TRY(part.library, named_bytes(*source, name, payload.so_key, "library"));
     part.library_key = payload.so_key;
+    PTB_TRY(part.kernel_files, kernel_files_for(*source, payload.so_key, part.library));
   }
   PTB_CHECK(resolve_weights(*source, name, payload, part));
   part.keep_alive = std::move(source);
@@ -180,6 +204,7 @@ Result<RunPart> finish_for_gpu(const RunCandidate& candidate, const RunPartOptio
     }
     part.library = candidate.libraries[index];
     part.library_key = payload->variants[index].so_key;
+    part.kernel_files = candidate.kernel_files[index];
   }
   part.input_bounds = read_aoti_input_bounds(part.library);
   PTB_CHECK(check_kernels(part, options));
@@ -200,19 +225,9 @@ Result<RunCandidate> prepare_pt2(const std::string& path, const RunPartOptions& 
     model = package.find_model(options.part);
     if (!model) return usage_error(path + ": no model '" + options.part + "' under data/aotinductor/");
   }
-  const char* recompile =
-      "; compile it as ExecuTorch's CUDA backend does: aot_inductor.embed_kernel_binary=True, "
-      "aot_inductor.package_constants_in_so=False, aot_inductor.package_constants_on_disk_format=\"binary_blob\"";
-  if (model->kernels_in_separate_files()) {
-    return invalid(path + ": model " + model->name + " keeps its kernels in " +
-                   std::to_string(model->kernel_binaries.size()) + " separate files" + recompile);
-  }
-  // export's own checks: weights in a blob, or none at all (no constants).
-  if (Status ok = check_cuda_package_model(package, *model, recompile + 2, /*read_through=*/false); !ok.ok()) {
-    if (model->weights_in_library())
-      return invalid(path + ": model " + model->name + " has its weights compiled into the library" + recompile);
-    return ok.error();
-  }
+  // export's own checks: device, library, kernel file names, a blob (when
+  // there is one) as large as the constants the wrapper declares.
+  PTB_CHECK(check_cuda_package_model(package, *model, /*read_through=*/false));
 
   auto storage = std::make_shared<std::vector<std::vector<uint8_t>>>();
   PTB_TRY(auto library, package.read_entry(model->wrapper_library, options.max_library_bytes));
@@ -222,6 +237,15 @@ Result<RunCandidate> prepare_pt2(const std::string& path, const RunPartOptions& 
   }
   storage->push_back(std::move(library));
   storage->push_back(std::move(blob));
+  std::vector<std::string> kernel_names;
+  for (const std::string& entry : model->kernel_binaries) {
+    PTB_TRY(auto bytes, package.read_entry(entry, options.max_library_bytes));
+    storage->push_back(std::move(bytes));
+    kernel_names.push_back(entry.substr(model->directory.size()));
+  }
+  const std::vector<uint8_t>& library_bytes = (*storage)[0];
+  PTB_CHECK(check_kernel_files_present(Bytes(library_bytes.data(), library_bytes.size()), kernel_names,
+                                       path + ": " + model->wrapper_library, "the package"));
 
   RunCandidate candidate;
   RunPart& part = candidate.part;
@@ -230,6 +254,8 @@ Result<RunCandidate> prepare_pt2(const std::string& path, const RunPartOptions& 
   part.method = "forward";
   part.library = Bytes((*storage)[0].data(), (*storage)[0].size());
   part.library_key = model->wrapper_library;
+  for (size_t i = 0; i < kernel_names.size(); ++i)
+    part.kernel_files.push_back({kernel_names[i], Bytes((*storage)[2 + i].data(), (*storage)[2 + i].size())});
   part.variant = "the package's only library";
   if (const std::string* sm = model->metadata_value("AOTI_COMPUTE_CAPABILITY")) {
     part.variant += " (compiled on sm_" + *sm + ")";

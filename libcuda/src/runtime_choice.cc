@@ -1,5 +1,7 @@
 #include "ptbundle/cuda/runtime_choice.h"
 
+#include <algorithm>
+
 #include "ptbundle/kernels/aoti_shims.h"
 
 namespace ptb {
@@ -11,6 +13,16 @@ std::string joined(const std::vector<std::string>& names) {
   std::string text;
   for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
   return text;
+}
+
+// "aoti_torch_clone, aoti_torch_cuda_mm_out, ... (29 functions)": what a
+// libtorch-linked library takes from LibTorch, by name.
+std::string libtorch_imports_text(const std::vector<std::string>& imports) {
+  if (imports.empty()) return "no aoti_* function";
+  constexpr size_t kShown = 8;
+  std::vector<std::string> shown(imports.begin(), imports.begin() + std::min(imports.size(), kShown));
+  return joined(shown) + (imports.size() > kShown ? ", ..." : "") + " (" + std::to_string(imports.size()) +
+         (imports.size() == 1 ? " function)" : " functions)");
 }
 
 }  // namespace
@@ -44,13 +56,6 @@ std::optional<AotiRuntime> parse_aoti_runtime(const std::string& text) {
   return std::nullopt;
 }
 
-std::vector<std::string> libtorch_dependencies(const ElfDynamicSymbols& symbols) {
-  std::vector<std::string> found;
-  for (const std::string& needed : symbols.needed)
-    if (starts_with(needed, "libtorch") || starts_with(needed, "libc10")) found.push_back(needed);
-  return found;
-}
-
 Result<RuntimeChoice> choose_runtime(Bytes library, const std::string& origin, AotiRuntime wanted,
                                      RuntimeAvailability available) {
   PTB_TRY(ElfDynamicSymbols symbols, read_dynamic_symbols(library, origin));
@@ -66,7 +71,9 @@ Result<RuntimeChoice> choose_runtime(Bytes library, const std::string& origin, A
     return RuntimeChoice{AotiRuntime::LibTorch, "asked for", imports};
   }
   if (!libtorch.empty()) {
-    const std::string linked = origin + ": the library is linked to LibTorch (it needs " + joined(libtorch) + ")";
+    const std::string linked = origin + ": the library is linked to LibTorch (it needs " + joined(libtorch) +
+                               " and imports " + libtorch_imports_text(imports) +
+                               " from it; compiled with aot_inductor.link_libtorch=True, PyTorch's default)";
     if (wanted == AotiRuntime::Builtin) {
       return invalid(linked + "; the built-in runtime runs libraries compiled with "
                               "aot_inductor.link_libtorch=False (as ExecuTorch's CUDA backend compiles them)");

@@ -162,6 +162,12 @@ std::unique_ptr<fb::ProgramT> make_single_delegate_program(const SingleDelegateP
   library->key = spec_in.library_key;
   library->segment_index = kLibrarySegment;
   program->named_data.push_back(std::move(library));
+  for (size_t i = 0; i < spec_in.kernel_file_keys.size(); ++i) {
+    auto kernel = std::make_unique<fb::NamedDataT>();
+    kernel->key = spec_in.kernel_file_keys[i];
+    kernel->segment_index = kLibrarySegment + 1 + static_cast<uint32_t>(i);
+    program->named_data.push_back(std::move(kernel));
+  }
   return program;
 }
 

@@ -23,7 +23,7 @@ struct TensorSignature {
 };
 
 // Segment order of the program: ExecuTorch's empty constant segment, the
-// delegate payload, the library as named data.
+// delegate payload, the library as named data, then its kernel files.
 inline constexpr uint32_t kConstantSegment = 0;
 inline constexpr uint32_t kPayloadSegment = 1;
 inline constexpr uint32_t kLibrarySegment = 2;
@@ -34,6 +34,9 @@ struct SingleDelegateProgram {
   std::vector<TensorSignature> outputs;
   std::string data_name;    // the part name
   std::string library_key;  // "<sha256 of the .so>_so_blob"
+  // The library's kernel files (kernel_files.h), in segments after the
+  // library's, in this order.
+  std::vector<std::string> kernel_file_keys;
 };
 
 std::unique_ptr<fb::ProgramT> make_single_delegate_program(const SingleDelegateProgram& spec);

@@ -2,7 +2,13 @@
 // named data of a program with one CudaBackend delegate in ExecuTorch's
 // single-blob form (payload "<so_key>\n<weights_key>", keys
 // "<sha256>_so_blob" in the .pte and "<sha256>_weights_blob" in NAME.ptd),
-// with the method's signature taken from the example .npy files.
+// with the method's signature taken from the example .npy files. Kernel files
+// beside the library (PyTorch's default embed_kernel_binary=False) become
+// named data of the .pte too, keyed "<so_key>/<file name>" (kernel_files.h).
+// Weights compiled into the library (package_constants_in_so=True, the
+// default) stay there: the library copies them to the GPU when its container
+// is created, its hash covers them, and the blob is empty.
+#include <algorithm>
 #include <filesystem>
 #include <utility>
 
@@ -11,6 +17,7 @@
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/base/text.h"
 #include "ptbundle/formats/cuda_payload.h"
+#include "ptbundle/formats/kernel_files.h"
 #include "ptbundle/formats/pt2.h"
 #include "ptbundle/kernels/aoti_input_bounds.h"
 #include "ptbundle/kernels/aoti_shims.h"
@@ -20,11 +27,6 @@ namespace ptb::detail {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kCompileOptions =
-    "compile it as ExecuTorch's CUDA backend does: torch._inductor.aoti_compile_and_package(exported, "
-    "inductor_configs={\"aot_inductor.embed_kernel_binary\": True, \"aot_inductor.package_constants_in_so\": False, "
-    "\"aot_inductor.package_constants_on_disk_format\": \"binary_blob\"})";
 
 // "90" -> "9.0", "120" -> "12.0", "8.6" stays.
 std::optional<std::string> compute_capability(const Pt2Model& model) {
@@ -49,6 +51,49 @@ Result<const MappedFile*> extract(PreparedPart& part, const Pt2Package& package,
     return invalid(package.path() + ": entry " + entry_name + " extracted to " + std::to_string(mapped.size()) +
                    " bytes; the zip directory says " + std::to_string(entry->size));
   return part.files.emplace_back(std::make_unique<MappedFile>(std::move(mapped))).get();
+}
+
+// The kernel files beside the library (embed_kernel_binary=False, PyTorch's
+// default), each extracted and mapped like the library, and every file the
+// library loads among them.
+struct ExtractedKernel {
+  std::string name;   // the file name the library loads
+  std::string entry;  // the package entry
+  const MappedFile* file = nullptr;
+};
+
+Result<std::vector<ExtractedKernel>> extract_kernel_files(PreparedPart& part, const Pt2Package& package,
+                                                          const Pt2Model& model, const MappedFile& library,
+                                                          const std::string& scratch_dir) {
+  std::vector<ExtractedKernel> out;
+  std::vector<std::string> names;
+  for (const std::string& entry : model.kernel_binaries) {
+    // check_cuda_package_model checked the name.
+    std::string name = entry.substr(model.directory.size());
+    PTB_TRY(const MappedFile* file, extract(part, package, entry, scratch_dir, "kernel-" + std::to_string(out.size())));
+    names.push_back(name);
+    out.push_back({std::move(name), entry, file});
+  }
+  PTB_CHECK(check_kernel_files_present(library.bytes(), names, package.path() + ": " + model.wrapper_library,
+                                       "the package"));
+  std::sort(out.begin(), out.end(), [](const ExtractedKernel& a, const ExtractedKernel& b) { return a.name < b.name; });
+  return out;
+}
+
+// The constants section of a library compiled with package_constants_in_so
+// (elf_imports.h): its size and SHA-256, for bundle.json.
+Result<std::optional<CudaInfo::LibraryConstants>> library_constants(const MappedFile& library, const std::string& program) {
+  PTB_TRY(const std::optional<ElfFileRange> range, find_aoti_constants(library.bytes(), program));
+  if (!range) return std::optional<CudaInfo::LibraryConstants>();
+  PTB_TRY(std::string hash, sha256_file_range(library, range->offset, range->size));
+  return std::optional<CudaInfo::LibraryConstants>(CudaInfo::LibraryConstants{range->size, std::move(hash)});
+}
+
+// "LibTorch" for a library linked to it (link_libtorch=True, PyTorch's
+// default), "built-in" for one that imports only the shims.
+Result<std::string> runtime_needed(const MappedFile& library, const std::string& context) {
+  PTB_TRY(ElfDynamicSymbols symbols, read_dynamic_symbols(library.bytes(), context));
+  return std::string(libtorch_dependencies(symbols).empty() ? "built-in" : "LibTorch");
 }
 
 Result<TensorSignature> signature_of(const NpyHeader& npy, const std::string& path) {
@@ -269,13 +314,14 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
                    " models under data/aotinductor/; expected exactly one");
   }
   const Pt2Model& model = package.models().front();
-  PTB_CHECK(check_cuda_package_model(package, model, kCompileOptions, /*read_through=*/false));
+  PTB_CHECK(check_cuda_package_model(package, model, /*read_through=*/false));
   if (!request.example) {
     return usage_error("--part " + request.name + "=" + request.program + ": a .pt2 part needs --example " +
                        request.name + "=IN.npy[,...]:OUT.npy[,...]; the example fixes the method's inputs and outputs "
                        "and becomes the part's test case");
   }
   PTB_TRY(const MappedFile* library, extract(part, package, model.wrapper_library, scratch_dir, "library.so"));
+  PTB_TRY(const std::vector<ExtractedKernel> kernel_files, extract_kernel_files(part, package, model, *library, scratch_dir));
   PTB_TRY(const auto noise, noise_shims(*library, request.program + " " + model.wrapper_library));
   ExampleFiles example = *request.example;
   std::vector<std::string> sample;  // a noise-drawing program's example outputs: signatures only
@@ -299,10 +345,11 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
   }
   PTB_TRY(auto library_hash, sha256_file_range(*library, 0, library->size()));
   PTB_CHECK(apply_dynamic_bounds(request, package, model, *library, spec, part));
-  // A program without weights (check_cuda_package_model let it through only
-  // when its wrapper declares no constants) has an empty blob or none: its
-  // data file still holds the blob's key, with no bytes, so that the payload
-  // keeps ExecuTorch's single-blob form and a loader finds what it names.
+  // A program without weights, or one whose weights are compiled into its
+  // library (which copies them to the GPU itself), has an empty blob or
+  // none: its data file still holds the blob's key, with no bytes, so that
+  // the payload keeps ExecuTorch's single-blob form and a loader finds what
+  // it names.
   const Pt2Entry* blob_entry = model.weights_blob ? package.find_entry(*model.weights_blob) : nullptr;
   SegmentSource weights_source = SegmentSource::memory({});
   std::string weights_hash = to_hex(sha256({}));
@@ -310,10 +357,19 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
     PTB_TRY(const MappedFile* weights, extract(part, package, *model.weights_blob, scratch_dir, "weights.blob"));
     PTB_TRY(weights_hash, sha256_file_range(*weights, 0, weights->size()));
     weights_source = SegmentSource::file_range(*weights, 0, weights->size());
-  } else {
+  }
+  PTB_TRY(const std::optional<CudaInfo::LibraryConstants> constants, library_constants(*library, request.program));
+  PTB_TRY(const std::optional<uint64_t> declared, pt2_needed_weights_bytes(package, model));
+  const bool weights_in_library = !(blob_entry && blob_entry->size > 0) &&
+                                  ((constants && constants->bytes > 0) || declared.value_or(1) > 0);
+  if (weights_in_library) {
+    part.notes.push_back(request.program + ": the weights are compiled into the library (" +
+                         std::to_string(constants->bytes) + " bytes of constants), which copies them to the GPU itself");
+  } else if (!(blob_entry && blob_entry->size > 0)) {
     part.notes.push_back(request.program + ": the program has no weights (its wrapper declares no constants)");
   }
   spec.library_key = library_hash + "_so_blob";
+  for (const ExtractedKernel& kernel : kernel_files) spec.kernel_file_keys.push_back(kernel_file_key(spec.library_key, kernel.name));
 
   CudaPayload payload;
   payload.form = CudaPayloadForm::SingleBlob;
@@ -324,14 +380,31 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
   part.program = make_single_delegate_program(spec);
   part.pte_segments = {SegmentSource::memory({}), SegmentSource::memory(payload_bytes),
                        SegmentSource::file_range(*library, 0, library->size())};
+  for (const ExtractedKernel& kernel : kernel_files)
+    part.pte_segments.push_back(SegmentSource::file_range(*kernel.file, 0, kernel.file->size()));
   part.data_contents.emplace();
   part.data_contents->add(payload.weights_key, std::move(weights_source));
 
-  PTB_TRY(PartKernels kernels, scan_part_kernels({library->bytes()}, {request.program + " " + model.wrapper_library}));
+  std::vector<Bytes> images{library->bytes()};
+  std::vector<std::string> image_names{request.program + " " + model.wrapper_library};
+  for (const ExtractedKernel& kernel : kernel_files) {
+    images.push_back(kernel.file->bytes());
+    image_names.push_back(request.program + " " + kernel.entry);
+  }
+  PTB_TRY(PartKernels kernels, scan_part_kernels(images, image_names));
   BuildGpu gpu;
   gpu.compute_capability = compute_capability(model);
-  part.cuda = CudaInfo{std::move(kernels.targets), gpu.compute_capability ? std::optional<BuildGpu>(gpu) : std::nullopt,
-                       !(blob_entry && blob_entry->size > 0)};
+  part.cuda.emplace();
+  part.cuda->kernel_targets = std::move(kernels.targets);
+  if (gpu.compute_capability) part.cuda->built_on = gpu;
+  part.cuda->no_weights = !(blob_entry && blob_entry->size > 0) && !weights_in_library;
+  part.cuda->weights_in_library = weights_in_library;
+  if (weights_in_library) part.cuda->constants = constants;
+  PTB_TRY(part.cuda->runtime, runtime_needed(*library, request.program + " " + model.wrapper_library));
+  if (!kernel_files.empty()) {
+    part.notes.push_back(request.program + ": " + std::to_string(kernel_files.size()) +
+                         " kernel files beside the library, kept as named data of the program");
+  }
   if (!kernels.template_note.empty()) part.notes.push_back(request.program + ": " + kernels.template_note);
   if (part.cuda->kernel_targets.empty())
     part.notes.push_back(request.program + ": no CUDA kernel image found in the library");

@@ -102,4 +102,49 @@ Result<ElfDynamicSymbols> read_dynamic_symbols(Bytes elf, const std::string& con
   return out;
 }
 
+std::vector<std::string> libtorch_dependencies(const ElfDynamicSymbols& symbols) {
+  std::vector<std::string> found;
+  for (const std::string& needed : symbols.needed)
+    if (needed.starts_with("libtorch") || needed.starts_with("libc10")) found.push_back(needed);
+  return found;
+}
+
+Result<std::optional<ElfFileRange>> find_aoti_constants(Bytes elf, const std::string& context) {
+  PTB_TRY(detail::ElfHeader header, detail::read_elf64(elf, 0, context));
+  const uint64_t section_headers = load_le<uint64_t>(elf, 40);
+  struct Found {
+    uint64_t value = 0;
+    uint16_t section = 0;
+    bool seen = false;
+  } start, end;
+  for (size_t i = 0; i < header.sections.size(); ++i) {
+    const detail::ElfSection& section = header.sections[i];
+    if (section.type != kSectionDynsym || section.size % kSymbolSize != 0) continue;
+    PTB_TRY(const detail::ElfSection* strings, linked_strings(elf, header, i, context));
+    for (uint64_t at = section.offset + kSymbolSize; at < section.offset + section.size; at += kSymbolSize) {
+      PTB_TRY(std::string name, string_at(elf, *strings, load_le<uint32_t>(elf, at),
+                                          context + ": .dynsym entry at " + hex(at)));
+      Found* which = name == "_binary_constants_bin_start" ? &start : name == "_binary_constants_bin_end" ? &end : nullptr;
+      if (!which) continue;
+      *which = {load_le<uint64_t>(elf, at + 8), load_le<uint16_t>(elf, at + 6), true};
+    }
+  }
+  if (!start.seen && !end.seen) return std::optional<ElfFileRange>();
+  const std::string what = context + ": the constants section (_binary_constants_bin_start to _end)";
+  if (!start.seen || !end.seen || start.section != end.section || start.section == 0 ||
+      start.section >= header.sections.size() || end.value < start.value) {
+    return invalid(what + " is not one range of one section; expected both symbols in the section that holds the "
+                          "constants, the end after the start");
+  }
+  const detail::ElfSection& section = header.sections[start.section];
+  const uint64_t address = load_le<uint64_t>(elf, section_headers + start.section * 64 + 16);  // sh_addr
+  if (section.type == detail::kSectionNoBits || start.value < address || end.value - address > section.size) {
+    return invalid(what + " at " + hex(start.value) + " to " + hex(end.value) + " lies outside section " +
+                   section.name + " (" + hex(address) + ", " + std::to_string(section.size) +
+                   " bytes in the file); expected it inside");
+  }
+  return std::optional<ElfFileRange>(ElfFileRange{section.offset + (start.value - address), end.value - start.value});
+}
+
 }  // namespace ptb
+

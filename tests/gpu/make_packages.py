@@ -10,14 +10,23 @@ Two sets:
   `big` compiled with ExecuTorch's full CUDA options (`et_*`)
 
   the policy set (tests/gpu/policy_models.py): programs shaped like real
-  policy parts, each compiled one to three ways:
+  policy parts, each compiled one to five ways:
     et       ExecuTorch's options: link_libtorch=False, max_autotune with
              Triton-only GEMM and convolution backends
     aten     the same with cuBLAS/cuDNN allowed (max_autotune_gemm_backends
              and max_autotune_conv_backends "ATEN,TRITON")
-    default  link_libtorch=False without autotuning: every GEMM and
-             convolution goes to ATen, that is to the runtime's shims
-  named <model>-<way>.pt2.
+    default  ExecuTorch's package layout, link_libtorch=False, without
+             autotuning: every GEMM and convolution goes to ATen, that is to
+             the runtime's shims
+    pytorch  no inductor_configs at all, PyTorch's defaults: kernels as
+             .cubin files beside the library, weights compiled into it, the
+             library linked to LibTorch (link_libtorch=True): runs on the
+             LibTorch runtime only
+    pytorch_nolibtorch  PyTorch's defaults with
+             aot_inductor.link_libtorch=False: kernel files and weights in
+             the library as above, on the built-in runtime
+  named <model>-<way>.pt2. Each way's configs are the whole of what
+  aoti_compile_and_package is given.
 
 Each package gets <pkg>.inN.npy, <pkg>.outN.npy (eager PyTorch on the same
 GPU, TF32 off), <pkg>.json (what check its outputs get, compile time, and for
@@ -66,10 +75,15 @@ EXECUTORCH_FULL = {
     "max_autotune_conv_backends": "TRITON",
 }
 
+ET = dict(EXECUTORCH_CONFIGS, **EXECUTORCH_FULL)
+
+# Every way's inductor_configs, complete: nothing is added to them.
 WAYS = {
-    "et": EXECUTORCH_FULL,
-    "aten": dict(EXECUTORCH_FULL, max_autotune_gemm_backends="ATEN,TRITON", max_autotune_conv_backends="ATEN,TRITON"),
-    "default": {"aot_inductor.link_libtorch": False},
+    "et": ET,
+    "aten": dict(ET, max_autotune_gemm_backends="ATEN,TRITON", max_autotune_conv_backends="ATEN,TRITON"),
+    "default": dict(EXECUTORCH_CONFIGS, **{"aot_inductor.link_libtorch": False}),
+    "pytorch": {},
+    "pytorch_nolibtorch": {"aot_inductor.link_libtorch": False},
 }
 
 RUNTIME_SET = ["nolibtorch", "big", "et_mlp", "et_conv", "et_embed", "et_big", "et_fft"]
@@ -115,13 +129,13 @@ def runtime_module(name):
             return x
 
     table = {
-        "nolibtorch": (lambda: Mlp([16, 64, 32, 8]), (4, 16), {"aot_inductor.link_libtorch": False}),
-        "big": (lambda: Mlp([4096] * 9), (8, 4096), {}),
-        "et_mlp": (lambda: Mlp([16, 64, 32, 8]), (4, 16), EXECUTORCH_FULL),
-        "et_conv": (ConvNet, (2, 3, 16, 16), EXECUTORCH_FULL),
-        "et_embed": (EmbedSort, ("ids", 4, 10), EXECUTORCH_FULL),
-        "et_big": (lambda: Mlp([4096] * 9), (8, 4096), EXECUTORCH_FULL),
-        "et_fft": (Spectrum, (4, 64), EXECUTORCH_FULL),
+        "nolibtorch": (lambda: Mlp([16, 64, 32, 8]), (4, 16), WAYS["default"]),
+        "big": (lambda: Mlp([4096] * 9), (8, 4096), EXECUTORCH_CONFIGS),
+        "et_mlp": (lambda: Mlp([16, 64, 32, 8]), (4, 16), ET),
+        "et_conv": (ConvNet, (2, 3, 16, 16), ET),
+        "et_embed": (EmbedSort, ("ids", 4, 10), ET),
+        "et_big": (lambda: Mlp([4096] * 9), (8, 4096), ET),
+        "et_fft": (Spectrum, (4, 64), ET),
     }
     build, shape, extra = table[name]
     torch.manual_seed(20261202)
@@ -230,14 +244,14 @@ def compile_one(job, out_dir):
         check = "exact"
         extra_sizes = []
         if way is None:
-            module, inputs, configs_extra = runtime_module(name)
+            module, inputs, configs = runtime_module(name)
         else:
             import policy_models
 
             module = policy_models.make_module(name)
             inputs = policy_models.make_inputs(name)
             _, _, check, _, extra = policy_models.MODELS[name]
-            configs_extra = WAYS[way]
+            configs = WAYS[way]
             if "batch" in extra:
                 low, high, extra_sizes = extra["batch"]
                 batch = torch.export.Dim("batch", min=low, max=high)
@@ -245,10 +259,8 @@ def compile_one(job, out_dir):
         with torch.no_grad():
             expected = as_tuple(module(*inputs))
             exported = torch.export.export(module, tuple(inputs), dynamic_shapes=dynamic)
-        configs = dict(EXECUTORCH_CONFIGS)
-        configs.update(configs_extra)
         package = os.path.join(out_dir, f"{label}.pt2")
-        torch._inductor.aoti_compile_and_package(exported, package_path=package, inductor_configs=configs)
+        torch._inductor.aoti_compile_and_package(exported, package_path=package, inductor_configs=dict(configs))
         for i, t in enumerate(inputs):
             save_tensor(os.path.join(out_dir, f"{label}.in{i}.npy"), t)
         for i, t in enumerate(expected):
@@ -318,7 +330,10 @@ def describe(package):
             nm = subprocess.run(["nm", "-D", "--undefined-only", tmp.name], capture_output=True, text=True)
         imported = sorted({line.split()[-1] for line in nm.stdout.splitlines() if "aoti_" in line})
         lines.append("imports: " + " ".join(imported))
-        lines.append("entries: " + " ".join(n for n in names if not n.endswith((".cubin", ".blob"))))
+        lines.append("entries: " + " ".join(n for n in names if not n.endswith((".cubin", ".fatbin", ".blob"))))
+        kernel_files = [n for n in names if n.endswith((".cubin", ".fatbin", ".ptx"))]
+        if kernel_files:
+            lines.append(f"kernel files: {len(kernel_files)}")
         if cpp:
             text = archive.read(cpp).decode(errors="replace")
             seen = set()

@@ -356,10 +356,13 @@ def _i(low, high, *shape):
 #           ("mask", shape) | ("offsets", ...) | ("value", tensor)
 #   modes: "et" (ExecuTorch's options: Triton-only GEMM/conv), "aten"
 #          (cuBLAS/cuDNN allowed), "default" (no autotuning: ATen for every
-#          GEMM and convolution)
+#          GEMM and convolution), "pytorch" (PyTorch's defaults: kernel files,
+#          weights in the library, linked to LibTorch) and
+#          "pytorch_nolibtorch" (the same with link_libtorch=False); see
+#          make_packages.py's WAYS
 MODELS = {
-    "resnet18": (resnet18, [_f(1, 3, 224, 224)], "exact", ("et", "aten", "default"), {}),
-    "act": (Act, [_f(1, 3, 224, 224), _f(1, 14)], "exact", ("et", "aten", "default"), {}),
+    "resnet18": (resnet18, [_f(1, 3, 224, 224)], "exact", ("et", "aten", "default", "pytorch", "pytorch_nolibtorch"), {}),
+    "act": (Act, [_f(1, 3, 224, 224), _f(1, 14)], "exact", ("et", "aten", "default", "pytorch", "pytorch_nolibtorch"), {}),
     "unet1d": (UNet1dStep, [_f(1, 14, 16), _f(1, 1), _f(1, 64)], "sampler", ("aten",), {}),
     "flow": (FlowLoop, [_f(1, 50, 14), _f(1, 64)], "exact", ("et", "aten", "default"), {}),
     "moe": (MoeRouter, [_f(64, 256, dtype=torch.bfloat16)], "exact", ("et", "aten"), {"dtype": torch.bfloat16}),
@@ -386,7 +389,7 @@ MODELS = {
     "item": (ItemNarrow, [_f(32, 8), ("value", 5)], "exact", ("et",), {}),
     "random": (Random, [_f(64, 64)], "sampler", ("et",), {}),
     "lstm": (LstmPolicy, [_f(32, 4, 64)], "exact", ("et", "aten", "default"), {}),
-    "mlp_head": (lambda: Mlp([64, 256, 256, 14]), [_f(16, 64)], "exact", ("et", "aten", "default"), {}),
+    "mlp_head": (lambda: Mlp([64, 256, 256, 14]), [_f(16, 64)], "exact", ("et", "aten", "default", "pytorch", "pytorch_nolibtorch"), {}),
 }
 
 

@@ -171,6 +171,10 @@ Json part_json(const ManifestPart& part) {
       cuda["built_on"] = nullptr;
     }
     if (part.cuda->no_weights) cuda["weights"] = "none";
+    if (part.cuda->weights_in_library) cuda["weights"] = "library";
+    if (part.cuda->constants)
+      cuda["constants"] = {{"bytes", part.cuda->constants->bytes}, {"sha256", part.cuda->constants->sha256}};
+    if (part.cuda->runtime) cuda["runtime"] = *part.cuda->runtime;
     out["cuda"] = cuda;
   } else {
     out["cuda"] = nullptr;
@@ -252,7 +256,7 @@ Result<ManifestMethod> read_method(const JsonReader& r, const Json& json, const 
 }
 
 Result<CudaInfo> read_cuda(const JsonReader& r, const Json& json, const std::string& path) {
-  PTB_CHECK(r.expect_object(json, path, {"kernel_targets", "built_on", "weights"}));
+  PTB_CHECK(r.expect_object(json, path, {"kernel_targets", "built_on", "weights", "constants", "runtime"}));
   CudaInfo cuda;
   PTB_TRY(const Json* targets, r.array(json, path, "kernel_targets"));
   for (size_t i = 0; i < targets->size(); ++i) {
@@ -280,8 +284,25 @@ Result<CudaInfo> read_cuda(const JsonReader& r, const Json& json, const std::str
   }
   if (json.contains("weights")) {
     PTB_TRY(std::string weights, r.string(json, path, "weights"));
-    if (weights != "none") return r.error(path + ".weights", "is " + q(weights) + "; expected \"none\" (or no key)");
-    cuda.no_weights = true;
+    if (weights == "none") cuda.no_weights = true;
+    else if (weights == "library") cuda.weights_in_library = true;
+    else return r.error(path + ".weights", "is " + q(weights) + "; expected \"none\", \"library\" (or no key)");
+  }
+  if (json.contains("constants")) {
+    const std::string at = path + ".constants";
+    PTB_TRY(const Json* constants, r.member(json, path, "constants"));
+    PTB_CHECK(r.expect_object(*constants, at, {"bytes", "sha256"}));
+    CudaInfo::LibraryConstants read;
+    PTB_TRY(read.bytes, r.unsigned_number(*constants, at, "bytes"));
+    PTB_TRY(read.sha256, r.string(*constants, at, "sha256"));
+    if (!is_sha256_hex(read.sha256)) return r.error(at + ".sha256", "expected 64 lowercase hexadecimal digits");
+    cuda.constants = read;
+  }
+  if (json.contains("runtime")) {
+    PTB_TRY(std::string runtime, r.string(json, path, "runtime"));
+    if (runtime != "built-in" && runtime != "LibTorch")
+      return r.error(path + ".runtime", "is " + q(runtime) + "; expected \"built-in\" or \"LibTorch\"");
+    cuda.runtime = runtime;
   }
   return cuda;
 }

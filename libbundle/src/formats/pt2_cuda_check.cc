@@ -1,9 +1,11 @@
-// The checks export and verify share on an AOTInductor model (see
+// The checks export, verify and run share on an AOTInductor model (see
 // check_cuda_package_model in pt2.h): one function, so that verify never
 // calls a package good that export refuses.
 #include <charconv>
 #include <map>
 
+#include "ptbundle/base/text.h"
+#include "ptbundle/formats/kernel_files.h"
 #include "ptbundle/formats/pt2.h"
 
 namespace ptb {
@@ -73,35 +75,31 @@ Result<std::optional<uint64_t>> pt2_needed_weights_bytes(const Pt2Package& packa
   return std::optional<uint64_t>(total);
 }
 
-Status check_cuda_package_model(const Pt2Package& package, const Pt2Model& model, const std::string& compile_hint,
-                                bool read_through) {
-  std::string problems;
-  // A program without weights (no constants) needs no blob; with no blob and
-  // constants, they are compiled into the library.
-  std::optional<uint64_t> needed;
-  if (model.weights_in_library()) {
-    PTB_TRY(needed, pt2_needed_weights_bytes(package, model));
-    if (needed != uint64_t{0}) problems = "its weights are compiled into the library (no *_weights.blob)";
-  }
-  if (model.kernels_in_separate_files()) {
-    std::string first = model.kernel_binaries.front();
-    first = first.substr(first.rfind('/') + 1);
-    problems += std::string(problems.empty() ? "" : " and ") + "its kernels are separate files (" +
-                std::to_string(model.kernel_binaries.size()) + " like " + clipped(first) + ")";
-  }
-  if (!problems.empty()) return invalid(package.path() + ": " + problems + "; " + compile_hint);
+Status check_cuda_package_model(const Pt2Package& package, const Pt2Model& model, bool read_through) {
   if (const auto* device = model.metadata_value("AOTI_DEVICE_KEY"); device && *device != "cuda")
     return invalid(package.path() + ": compiled for device \"" + clipped(*device) + "\" (AOTI_DEVICE_KEY); expected \"cuda\"");
   if (model.wrapper_library.empty())
     return invalid(package.path() + ": model '" + clipped(model.name) + "' has no *.wrapper.so; expected the compiled library");
-
-  if (!model.weights_blob) {  // no weights at all (checked above)
-    if (read_through) PTB_CHECK(package.sha256_entry(model.wrapper_library, kMaxEntryBytes));
-    return {};
+  // Kernel files (embed_kernel_binary=False) become files a runner creates
+  // under these names: each must be a plain file name beside the library.
+  for (const std::string& entry : model.kernel_binaries) {
+    PTB_CHECK(check_kernel_file_name(std::string_view(entry).substr(model.directory.size()),
+                                     package.path() + ": entry " + in_quotes(entry)));
   }
+  auto read_kernels = [&]() -> Status {
+    if (!read_through) return {};
+    PTB_CHECK(package.sha256_entry(model.wrapper_library, kMaxEntryBytes));
+    for (const std::string& entry : model.kernel_binaries) PTB_CHECK(package.sha256_entry(entry, kMaxEntryBytes));
+    return {};
+  };
+
+  // No blob: the weights are compiled into the library
+  // (package_constants_in_so=True, PyTorch's default), which copies them to
+  // the GPU itself when its container is created; or the program has none.
+  if (!model.weights_blob) return read_kernels();
   const Pt2Entry* blob = package.find_entry(*model.weights_blob);
   if (!blob) return invalid(package.path() + ": entry '" + clipped(*model.weights_blob) + "' is listed but missing");
-  PTB_TRY(needed, pt2_needed_weights_bytes(package, model));
+  PTB_TRY(std::optional<uint64_t> needed, pt2_needed_weights_bytes(package, model));
   if (blob->size == 0 && (!needed || *needed > 0))
     return invalid(package.path() + ": entry '" + clipped(*model.weights_blob) + "' is empty" +
                    (needed ? "; the model's wrapper source declares constants of " + std::to_string(*needed) + " bytes"
@@ -113,10 +111,9 @@ Status check_cuda_package_model(const Pt2Package& package, const Pt2Model& model
                    " bytes; the model's wrapper source declares constants of " + std::to_string(*needed) +
                    " bytes; the blob is truncated; compile the model again");
   }
-  if (!read_through) return {};
+  PTB_CHECK(read_kernels());
   // Read through: the sizes and CRC-32s of what export copies and run loads.
-  PTB_CHECK(package.sha256_entry(model.wrapper_library, kMaxEntryBytes));
-  PTB_CHECK(package.sha256_entry(*model.weights_blob, kMaxEntryBytes));
+  if (read_through) PTB_CHECK(package.sha256_entry(*model.weights_blob, kMaxEntryBytes));
   return {};
 }
 

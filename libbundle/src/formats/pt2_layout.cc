@@ -71,8 +71,11 @@ Result<Pt2Layout> classify_pt2_entries(const std::string& path, const std::vecto
     auto slash = rest.find('/');
     if (slash == std::string_view::npos || slash == 0) continue;
     std::string_view file = rest.substr(slash + 1);
-    // Files in nested folders are not part of what the loader looks for.
-    if (file.empty() || file.find('/') != std::string_view::npos) continue;
+    if (file.empty()) continue;
+    const bool kernel = file.ends_with(".cubin") || file.ends_with(".fatbin") || file.ends_with(".ptx");
+    // Files in nested folders are not part of what the loader looks for,
+    // except kernel files, kept to be refused by name.
+    if (file.find('/') != std::string_view::npos && !kernel) continue;
     std::string model_name(rest.substr(0, slash));
     std::string directory = layout.root + std::string(kAotiDir) + model_name + "/";
     Pt2Model& model = model_named(layout.models, model_name, directory);
@@ -82,7 +85,7 @@ Result<Pt2Layout> classify_pt2_entries(const std::string& path, const std::vecto
     else if (file.ends_with("_weights.blob")) mine.blobs.push_back(entry.name);
     else if (file.ends_with(".cpp")) mine.cpp_sources.push_back(entry.name);
     else if (file.ends_with(".o")) model.object_files.push_back(entry.name);
-    else if (file.ends_with(".cubin") || file.ends_with(".fatbin") || file.ends_with(".ptx"))
+    else if (kernel)
       model.kernel_binaries.push_back(entry.name);
   }
 

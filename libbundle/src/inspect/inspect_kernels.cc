@@ -16,9 +16,8 @@ std::optional<InspectRuntimeNeeds> runtime_needs(Bytes data, const std::string& 
   auto symbols = read_dynamic_symbols(data, name);
   if (!symbols.ok()) return std::nullopt;
   InspectRuntimeNeeds needs;
-  for (const std::string& library : symbols->needed) {
-    if (library.rfind("libtorch", 0) == 0 || library.rfind("libc10", 0) == 0) needs.libtorch.push_back(library);
-  }
+  needs.libtorch = libtorch_dependencies(*symbols);
+  needs.needs = needs.libtorch.empty() ? "built-in" : "LibTorch";
   // Bookkeeping (tensor handles, guards, numbering) is what every library
   // calls; the families that do compute are what tell a user something.
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> families;

@@ -1,6 +1,7 @@
 // The inspect model of a program: header, methods with their delegates and
 // decoded CUDA payloads, segments with what uses them, named data.
 #include "inspect/inspect_internal.h"
+#include "ptbundle/formats/kernel_files.h"
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/formats/cuda_payload.h"
 #include "ptbundle/formats/pte.h"
@@ -83,6 +84,21 @@ std::optional<InspectKernels> kernels_of(const PteFile& pte, const std::string& 
   return inspect_kernels(pte.named_data_bytes(*entry), pte.name() + ": named data '" + detail::show_text(key) + "'");
 }
 
+InspectKernelFiles kernel_files_of_library(const PteFile& pte, const std::string& key) {
+  InspectKernelFiles out;
+  auto files = kernel_files_of(pte, key);
+  if (!files.ok()) {
+    out.error = files.error().message;
+    return out;
+  }
+  for (const KernelFile& file : *files) {
+    out.files.push_back({file.name, file.key, file.entry->size,
+                         inspect_kernels(pte.named_data_bytes(*file.entry),
+                                         pte.name() + ": named data '" + detail::show_text(file.key) + "'")});
+  }
+  return out;
+}
+
 InspectCudaPayload cuda_payload_of(const PteFile& pte, const CudaPayload& payload) {
   InspectCudaPayload out;
   out.form = cuda_payload_form_name(payload.form);
@@ -90,12 +106,13 @@ InspectCudaPayload cuda_payload_of(const PteFile& pte, const CudaPayload& payloa
   if (!out.multi_variant) {
     out.library = blob_of(pte, payload.so_key);
     out.kernels = kernels_of(pte, payload.so_key);
+    out.kernel_files = kernel_files_of_library(pte, payload.so_key);
     out.weights_blob = blob_of(pte, payload.weights_key);
     return out;
   }
   for (const auto& variant : payload.variants) {
     out.variants.push_back({variant.target_sm, variant.ptx_compute, variant.fallback_only, blob_of(pte, variant.so_key),
-                            kernels_of(pte, variant.so_key)});
+                            kernels_of(pte, variant.so_key), kernel_files_of_library(pte, variant.so_key)});
   }
   for (const auto& weight : payload.weights) {
     out.weights.push_back({weight.fqn, weight.storage_key, weight.storage_nbytes,

@@ -349,7 +349,8 @@ void check_part(const BundleDir& dir, const ManifestPart& part, const FolderDige
     context.expected_data_name = part.name;
     context.require_data_name = part.find_file(FileRole::Data) != nullptr;
     context.check_keys = data_readable;
-    context.no_weights = part.cuda && part.cuda->no_weights;
+    context.weights_in_library = part.cuda && part.cuda->weights_in_library;
+    context.no_weights = (part.cuda && part.cuda->no_weights) || context.weights_in_library;
     check_manifest_program(part, *program, checks);
     check_program_contents(context, checks);
 

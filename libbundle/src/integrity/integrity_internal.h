@@ -26,9 +26,11 @@ struct ProgramContext {
   bool require_data_name = false;
   // False when the data file did not open: every key would read as missing.
   bool check_keys = true;
-  // bundle.json says the part has no weights (cuda.weights "none"): an
-  // empty weights blob is what export writes for it, not a lost one.
+  // bundle.json says the part has no weights (cuda.weights "none") or that
+  // its library holds them (cuda.weights "library"): an empty weights blob
+  // is what export writes for it, not a lost one.
   bool no_weights = false;
+  bool weights_in_library = false;
   // Lone programs without a data file: where one was looked for.
   std::vector<std::string> data_files_tried;
 };

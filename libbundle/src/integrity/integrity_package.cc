@@ -1,12 +1,28 @@
 // An AOTInductor package: it opens (central directory, metadata), holds a
-// model, and each model is laid out as ExecuTorch's CUDA backend compiles it
-// (kernels embedded in the library, weights in a blob beside it), the only
-// layout `ptbundle export` and `run` take.
+// model, and each model is laid out in a way `ptbundle export` and `run`
+// take: kernels embedded in the library or beside it as kernel files, weights
+// in a blob beside it or compiled into it.
 #include <filesystem>
 
 #include "integrity/integrity_internal.h"
+#include "ptbundle/formats/kernel_files.h"
 
 namespace ptb::detail {
+namespace {
+
+constexpr uint64_t kMaxLibraryBytes = 4ull << 30;  // inflated into a temporary file to read its kernel file names
+
+std::string package_layout_text(const Pt2Package& package, const Pt2Model& model) {
+  std::string kernels = model.kernels_in_separate_files()
+                            ? std::to_string(model.kernel_binaries.size()) + " kernel file(s) beside the library"
+                            : std::string("kernels embedded in the library");
+  if (model.weights_blob) return kernels + ", weights in " + in_quotes(*model.weights_blob);
+  auto declared = pt2_needed_weights_bytes(package, model);
+  if (declared.ok() && *declared == uint64_t{0}) return kernels + ", no weights (the program declares no constants)";
+  return kernels + ", weights compiled into the library";
+}
+
+}  // namespace
 
 void check_package(const std::string& path, CheckList& checks, std::vector<VerifySubject>& subjects) {
   auto opened = Pt2Package::open(path);
@@ -24,46 +40,32 @@ void check_package(const std::string& path, CheckList& checks, std::vector<Verif
   checks.pass(checks::kProgram, path,
               std::to_string(package->entries().size()) + " entries, " + std::to_string(package->models().size()) +
                   " model(s)");
-  const char* options =
-      "compile it as ExecuTorch's CUDA backend does: aot_inductor.embed_kernel_binary=True, "
-      "aot_inductor.package_constants_in_so=False, aot_inductor.package_constants_on_disk_format=\"binary_blob\"";
   for (const Pt2Model& model : package->models()) {
     const std::string subject = path + ": model " + model.name;
-    size_t problems = 0;
-    // No blob: the weights are linked into the library, unless the program
-    // has none (its wrapper source declares 0 constants).
-    if (model.weights_in_library()) {
-      auto needed = pt2_needed_weights_bytes(*package, model);
-      if (!needed.ok() || *needed != uint64_t{0}) {
-        ++problems;
-        checks.fail(checks::kPackageLayout, subject,
-                    "its weights are compiled into the library (no *_weights.blob), which ptbundle export and run "
-                    "refuse; " + std::string(options));
-      }
+    // export's own checks: device, library, kernel file names, the weights
+    // blob (when there is one) as large as the constants the model declares,
+    // and every entry read through (sizes, CRC-32).
+    if (Status same = check_cuda_package_model(*package, model, /*read_through=*/true); !same.ok()) {
+      checks.fail(checks::kPackageLayout, subject, same.error().message);
+      continue;
     }
+    // The library's named kernel files, all present.
     if (model.kernels_in_separate_files()) {
-      ++problems;
-      checks.fail(checks::kPackageLayout, subject,
-                  "its kernels are in " + std::to_string(model.kernel_binaries.size()) +
-                      " separate files (.cubin/.fatbin/.ptx) rather than embedded in the library; " + options);
-    }
-    // What export requires, checked by export's own function: weights in a
-    // blob (or none at all: a program without constants), the library and
-    // the blob read through (sizes, CRC-32) and the blob as large as the
-    // constants the model declares.
-    if (problems == 0) {
-      if (Status same = check_cuda_package_model(*package, model, options, /*read_through=*/true); !same.ok()) {
-        ++problems;
-        checks.fail(checks::kPackageLayout, subject, same.error().message);
+      auto library = package->extract_entry_mapped(model.wrapper_library, kMaxLibraryBytes);
+      if (!library.ok()) {
+        checks.fail(checks::kPackageLayout, subject, library.error().message);
+        continue;
+      }
+      std::vector<std::string> names;
+      for (const std::string& entry : model.kernel_binaries) names.push_back(entry.substr(model.directory.size()));
+      if (Status present = check_kernel_files_present(library->bytes(), names, path + ": " + model.wrapper_library,
+                                                      "the package");
+          !present.ok()) {
+        checks.fail(checks::kPackageLayout, subject, present.error().message);
+        continue;
       }
     }
-    if (problems == 0) {
-      checks.pass(checks::kPackageLayout, subject,
-                  "kernels embedded in the library, " +
-                      (model.weights_blob ? "weights in " + in_quotes(*model.weights_blob)
-                                          : std::string("no weights (the program declares no constants)")) +
-                      ": ready for ptbundle export");
-    }
+    checks.pass(checks::kPackageLayout, subject, package_layout_text(*package, model) + ": ready for ptbundle export");
   }
   VerifySubject out;
   out.label = path;

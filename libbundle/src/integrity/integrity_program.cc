@@ -6,6 +6,7 @@
 #include <set>
 
 #include "integrity/integrity_internal.h"
+#include "ptbundle/formats/kernel_files.h"
 #include "ptbundle/bundle/names.h"
 
 namespace ptb::detail {
@@ -141,6 +142,28 @@ size_t check_need(const ProgramContext& context, const std::string& where, const
   return 0;
 }
 
+// The kernel files of a library found in the program (kernel_files.h): every
+// name one a runner may create, every file the library names present.
+size_t check_kernel_files(const ProgramContext& context, const std::string& where, const PayloadKey& need,
+                          size_t& count, CheckList& checks) {
+  auto files = kernel_files_of(context.program->pte(), need.key);
+  if (!files.ok()) {
+    checks.fail(checks::kDelegateKeys, where, files.error().message + "; export the part again");
+    return 1;
+  }
+  std::vector<std::string> names;
+  for (const KernelFile& file : *files) names.push_back(file.name);
+  auto found = context.program->find(need.key);
+  Status present = check_kernel_files_present(found->bytes, names, found->file + ": key " + in_quotes(need.key),
+                                              "the program");
+  if (!present.ok()) {
+    checks.fail(checks::kDelegateKeys, where, present.error().message);
+    return 1;
+  }
+  count += names.size();
+  return 0;
+}
+
 size_t check_weight_views(const std::string& where, const CudaPayload& payload, CheckList& checks) {
   size_t problems = 0;
   for (const CudaWeight& weight : payload.weights) {
@@ -174,10 +197,11 @@ void check_cuda_delegate(const ProgramContext& context, const std::string& where
   }
   const CudaPayload& payload = **decoded;
   size_t problems = 0;
-  size_t libraries = 0, blobs = 0;
+  size_t libraries = 0, blobs = 0, kernel_files = 0;
   uint64_t weight_bytes = 0;
   for (const PayloadKey& need : payload_keys(payload)) {
     size_t failed = check_need(context, where, need, checks);
+    if (!failed && need.library) failed = check_kernel_files(context, where, need, kernel_files, checks);
     problems += failed;
     if (failed) continue;
     if (need.library) {
@@ -190,10 +214,14 @@ void check_cuda_delegate(const ProgramContext& context, const std::string& where
   if (problems == 0) {
     checks.pass(checks::kDelegateKeys, where,
                 std::string(cuda_payload_form_name(payload.form)) + " payload: " + std::to_string(libraries) +
-                    (libraries == 1 ? " library" : " libraries") + " and " + std::to_string(blobs) +
+                    (libraries == 1 ? " library" : " libraries") +
+                    (kernel_files ? " (with " + std::to_string(kernel_files) + " kernel files)" : std::string()) +
+                    " and " + std::to_string(blobs) +
                     (payload.form == CudaPayloadForm::MultiVariant ? " weight storages" : " weights blob") + " (" +
                     std::to_string(weight_bytes) + " bytes) present with the sizes they need" +
-                    (context.no_weights ? " (bundle.json: the program has no weights)" : ""));
+                    (context.weights_in_library ? " (bundle.json: the library holds its weights)"
+                     : context.no_weights      ? " (bundle.json: the program has no weights)"
+                                               : ""));
   }
   if (payload.form != CudaPayloadForm::MultiVariant) return;
   if (check_weight_views(where, payload, checks) == 0) {

@@ -125,7 +125,7 @@ Result<bool> is_ptx_only(const Export& e, LibraryScanCache& scans) {
       const PteNamedData* entry = e.pte().find_named_data(variant.so_key);
       if (!entry) return false;  // merge_programs names the missing library
       std::string name = e.name() + ": named data '" + variant.so_key + "'";
-      PTB_TRY(const LibraryKernels* kernels, scans.get(variant.so_key, e.pte().named_data_bytes(*entry), name));
+      PTB_TRY(const LibraryKernels* kernels, scans.get(variant.so_key, e.pte().named_data_bytes(*entry), name, &e.pte()));
       if (!kernels->cubin_sms.empty()) return false;
       any_ptx = any_ptx || !kernels->ptx_sms.empty();
     }
@@ -272,6 +272,12 @@ std::optional<CudaInfo> merged_cuda_info(const std::vector<InputBundle>& bundles
       return a->name == b->name && a->compute_capability == b->compute_capability && a->driver_version == b->driver_version;
     };
     same_gpu = same_gpu && same(out->built_on, part.cuda->built_on);
+    // Each program keeps its library and the constants compiled into it:
+    // one recorded digest only when every bundle's is the same.
+    out->weights_in_library = out->weights_in_library || part.cuda->weights_in_library;
+    if (out->constants && (!part.cuda->constants || part.cuda->constants->sha256 != out->constants->sha256))
+      out->constants.reset();
+    if (part.cuda->runtime == std::optional<std::string>("LibTorch")) out->runtime = part.cuda->runtime;
   }
   if (out) {
     std::sort(out->kernel_targets.begin(), out->kernel_targets.end(), [](const KernelTarget& a, const KernelTarget& b) {

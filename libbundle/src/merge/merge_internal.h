@@ -155,7 +155,10 @@ class LibraryScanCache {
   explicit LibraryScanCache(bool enabled) : enabled_(enabled) {}
   bool enabled() const { return enabled_; }
   // `name` identifies the library in errors ("a.pte(): named data '<key>'").
-  Result<const LibraryKernels*> get(const std::string& key, Bytes library, const std::string& name);
+  // With `program`, the library's kernel files there (kernel_files.h) are
+  // scanned with it.
+  Result<const LibraryKernels*> get(const std::string& key, Bytes library, const std::string& name,
+                                    const PteFile* program = nullptr);
 
  private:
   bool enabled_;

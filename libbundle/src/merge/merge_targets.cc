@@ -28,7 +28,7 @@ Result<GpuTarget> target_of(const Export& e, LibraryScanCache& scans) {
                      "' is not in the program's named data; expected the export's .pte to hold it");
     }
     std::string name = e.name() + ": named data '" + delegate.payload->so_key + "'";
-    PTB_TRY(const LibraryKernels* kernels, scans.get(delegate.payload->so_key, e.pte().named_data_bytes(*entry), name));
+    PTB_TRY(const LibraryKernels* kernels, scans.get(delegate.payload->so_key, e.pte().named_data_bytes(*entry), name, &e.pte()));
     for (uint32_t sm : kernels->cubin_sms)
       if (std::find(cubins.begin(), cubins.end(), sm) == cubins.end()) cubins.push_back(sm);
     for (uint32_t sm : kernels->ptx_sms)

@@ -14,6 +14,8 @@
 #include <map>
 
 #include "merge/merge_internal.h"
+#include "ptbundle/base/text.h"
+#include "ptbundle/formats/kernel_files.h"
 #include "ptbundle/kernels/kernel_images.h"
 
 namespace ptb::detail {
@@ -43,7 +45,7 @@ Status check_native_library(const Export& e, const CudaDelegate& delegate, const
                             const LibrarySource& library, LibraryScanCache& scans) {
   if (!scans.enabled()) return {};
   std::string name = e.name() + ": named data '" + library.key + "'";
-  PTB_TRY(const LibraryKernels* kernels, scans.get(library.key, library.blob.bytes, name));
+  PTB_TRY(const LibraryKernels* kernels, scans.get(library.key, library.blob.bytes, name, &library.source->pte()));
   if (kernels->cubin_sms.empty() && !kernels->ptx_sms.empty()) {
     return invalid(e.name() + ": " + delegate.identity() + ": the library of the sm" + std::to_string(variant.target_sm) +
                    " variant holds only PTX (" + sm_list(kernels->ptx_sms, "compute_") +
@@ -57,7 +59,7 @@ Status check_fallback_library(const Export& e, const CudaDelegate& delegate, con
                               const LibrarySource& library, LibraryScanCache& scans) {
   if (!scans.enabled()) return {};
   std::string name = e.name() + ": named data '" + library.key + "'";
-  PTB_TRY(const LibraryKernels* kernels, scans.get(library.key, library.blob.bytes, name));
+  PTB_TRY(const LibraryKernels* kernels, scans.get(library.key, library.blob.bytes, name, &library.source->pte()));
   if (kernels->ptx_sms.empty() && !kernels->cubin_sms.empty()) {
     return invalid(e.name() + ": " + delegate.identity() + ": the fallback variant says it carries PTX for compute_" +
                    std::to_string(variant.ptx_compute) + ", but its library holds only cubins (" +
@@ -109,10 +111,18 @@ Result<Chosen> fallback_from_option(const Export& reference, const Export& fallb
 
 }  // namespace
 
-Result<const LibraryKernels*> LibraryScanCache::get(const std::string& key, Bytes library, const std::string& name) {
+Result<const LibraryKernels*> LibraryScanCache::get(const std::string& key, Bytes library, const std::string& name,
+                                                    const PteFile* program) {
   auto found = cache_.find(key);
   if (found != cache_.end()) return &found->second;
   PTB_TRY(auto images, scan_kernels(library, name));
+  if (program) {
+    PTB_TRY(const std::vector<KernelFile> files, kernel_files_of(*program, key));
+    for (const KernelFile& file : files) {
+      PTB_TRY(auto more, scan_kernels(program->named_data_bytes(*file.entry), name + ": kernel file " + in_quotes(file.name)));
+      images.insert(images.end(), more.begin(), more.end());
+    }
+  }
   LibraryKernels kernels;
   for (const KernelImage& image : images) {
     auto& sms = image.kind == KernelKind::Cubin ? kernels.cubin_sms : kernels.ptx_sms;

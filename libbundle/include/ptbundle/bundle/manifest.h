@@ -102,8 +102,26 @@ struct CudaInfo {
   std::optional<BuildGpu> built_on;
   // A program without weights (its AOTInductor wrapper declares no
   // constants): its weights blob is empty by design, which verify otherwise
-  // refuses. JSON "weights": "none", absent otherwise.
+  // refuses. JSON "weights": "none".
   bool no_weights = false;
+  // An AOTInductor library with its constants compiled in
+  // (package_constants_in_so=True, PyTorch's default): the library copies
+  // them to the GPU itself when its container is created, so the part has
+  // no weights blob to load. JSON "weights": "library", with "constants":
+  // the size and SHA-256 of the library's constants section
+  // (_binary_constants_bin_start to _end), which the library's own hash
+  // covers too; absent when the section could not be found.
+  bool weights_in_library = false;
+  struct LibraryConstants {
+    uint64_t bytes = 0;
+    std::string sha256;
+  };
+  std::optional<LibraryConstants> constants = std::nullopt;
+  // The runtime the part's libraries need: "built-in" (they import only the
+  // aoti_* shims and the CUDA runtime) or "LibTorch" (they name libtorch
+  // among their dependencies, as link_libtorch=True compiles them); absent
+  // where export did not record it.
+  std::optional<std::string> runtime = std::nullopt;
 };
 
 // How one expected output is checked: tolerance.h's rule as export derived

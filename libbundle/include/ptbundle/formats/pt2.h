@@ -55,7 +55,10 @@ struct Pt2Model {
   std::string directory;  // "<root>/data/aotinductor/<model>/"
   std::string wrapper_library;                  // the *.so
   std::optional<std::string> weights_blob;      // *_weights.blob
-  std::vector<std::string> kernel_binaries;     // *.cubin, *.fatbin, *.ptx
+  // *.cubin, *.fatbin, *.ptx: the model's own, and any such entry in a
+  // folder below it, so that a name a runner could not create is refused
+  // rather than left out.
+  std::vector<std::string> kernel_binaries;
   std::vector<std::string> cpp_sources;         // *.cpp
   std::vector<std::string> object_files;        // *.o (kept constants when compiled from source)
   std::optional<std::string> metadata_entry;    // the wrapper library's *_metadata.json
@@ -143,15 +146,15 @@ class Pt2Package {
 };
 
 // What `ptbundle export` requires of an AOTInductor model and `verify`
-// checks the same way: the layout ExecuTorch's CUDA backend compiles (kernels
-// embedded in the library, weights in a *_weights.blob), device "cuda", the
-// library and the blob inflating to their declared sizes with matching
-// CRC-32s, and a blob at least as large as the constants the model's
-// wrapper source declares (when the package holds it). `compile_hint` is
-// appended to layout errors. Without `read_through` the entries are not read
-// here: export reads them as it copies them, through the same checks.
-Status check_cuda_package_model(const Pt2Package& package, const Pt2Model& model, const std::string& compile_hint,
-                                bool read_through);
+// checks the same way: device "cuda", a compiled library, kernel files (when
+// not embedded in the library) with plain file names (check_kernel_file_name
+// in kernel_files.h), and weights either compiled into the library
+// (package_constants_in_so=True, PyTorch's default) or in a *_weights.blob at
+// least as large as the constants the model's wrapper source declares (when
+// the package holds it). With `read_through`, the library, the kernel files
+// and the blob are read through (sizes and CRC-32s); without, export reads
+// them as it copies them, through the same checks.
+Status check_cuda_package_model(const Pt2Package& package, const Pt2Model& model, bool read_through);
 // The weights blob the model needs: the sum of the data_size of the
 // constants its *.wrapper.cpp declares (folded constants excluded); nullopt
 // when the package has no wrapper source.

@@ -69,13 +69,16 @@ struct InspectDynamicDim {
 };
 
 struct InspectRuntimeNeeds {
+  // "built-in" when the library imports only the shims (link_libtorch=False),
+  // "LibTorch" when it is linked to LibTorch (link_libtorch=True).
+  std::string needs;
   std::vector<std::string> libtorch;  // DT_NEEDED entries naming LibTorch
   std::vector<InspectShimCalls> calls;
   std::vector<std::string> lacks;
   std::vector<InspectDynamicDim> dynamic_dims;
   template <class F>
   void fields(F& f) const {
-    f("libtorch", libtorch)("calls", calls)("lacks", lacks)("dynamic_dims", dynamic_dims);
+    f("needs", needs)("libtorch", libtorch)("calls", calls)("lacks", lacks)("dynamic_dims", dynamic_dims);
   }
 };
 
@@ -141,6 +144,31 @@ struct InspectCompileSpec {
   }
 };
 
+// A library's kernel file in the program (formats/kernel_files.h): the file
+// name it loads, its named-data key, size and kernels.
+struct InspectKernelFile {
+  std::string name;
+  std::string key;
+  uint64_t size = 0;
+  InspectKernels kernels;
+  template <class F>
+  void fields(F& f) const {
+    f("name", name)("key", key)("size", size);
+    kernels.fields(f);
+  }
+};
+
+// The kernel files of one library, or why their keys are refused.
+struct InspectKernelFiles {
+  std::vector<InspectKernelFile> files;
+  std::optional<std::string> error;
+  template <class F>
+  void fields(F& f) const {
+    f("kernel_files", files);
+    if (error) f("kernel_files_error", *error);
+  }
+};
+
 // A blob a CUDA payload names by key, and whether the program holds it.
 struct InspectBlob {
   std::string key;
@@ -154,11 +182,13 @@ struct InspectCudaVariant {
   bool fallback_only = false;
   InspectBlob library;
   std::optional<InspectKernels> kernels;  // when the library is in the program
+  InspectKernelFiles kernel_files;
   template <class F>
   void fields(F& f) const {
     f("target_sm", target_sm)("ptx_compute", ptx_compute)("fallback_only", fallback_only)("library_key", library.key)(
         "library_in_program", library.in_program)("library_size", library.size);
     if (kernels) kernels->fields(f);
+    kernel_files.fields(f);
   }
 };
 
@@ -185,6 +215,7 @@ struct InspectCudaPayload {
   bool multi_variant = false;
   InspectBlob library;                    // older forms
   std::optional<InspectKernels> kernels;  // older forms, when the library is in the program
+  InspectKernelFiles kernel_files;        // older forms
   InspectBlob weights_blob;               // older forms
   std::vector<InspectCudaVariant> variants;
   std::vector<InspectCudaWeight> weights;
@@ -197,6 +228,7 @@ struct InspectCudaPayload {
     }
     f("library_key", library.key)("library_in_program", library.in_program)("library_size", library.size);
     if (kernels) kernels->fields(f);
+    kernel_files.fields(f);
     f("weights_key", weights_blob.key)("weights_in_program", weights_blob.in_program)("weights_size", weights_blob.size);
   }
 };

@@ -10,8 +10,8 @@
 //   - a .pte, or the program inside a .bpte, with its data file given after
 //     a comma or found beside it as every command finds it
 //     (data_file_candidates in program_with_data.h);
-//   - an AOTInductor .pt2 package compiled with ExecuTorch's options
-//     (weights in a blob beside the library, kernels embedded in it).
+//   - an AOTInductor .pt2 package: weights in a blob beside the library or
+//     compiled into it, kernels embedded in it or in kernel files beside it.
 // The content decides which (file_kind.h), not the name.
 // The CUDA delegate payload decides the weights layout: one blob for the
 // whole library (AOTInductor's update_constants_from_blob), or one named
@@ -48,6 +48,8 @@ struct RunPart {
   std::optional<std::vector<ValueSpec>> outputs;
   Bytes library;
   std::string library_key;  // named-data key or zip entry
+  // The library's kernel files (kernel_files.h), when not embedded in it.
+  std::vector<KernelFileBytes> kernel_files;
   // The dynamic dimensions the library checks, read from its bytes: a size
   // outside them is refused before the run, not by the library (which
   // would only print its reason to stderr).
@@ -80,6 +82,7 @@ struct RunCandidate {
   const CudaPayload* variants = nullptr;  // a multi-variant payload, inside part.keep_alive
   std::string variants_where;             // its delegate, for messages
   std::vector<Bytes> libraries;           // one per variant, each found
+  std::vector<std::vector<KernelFileBytes>> kernel_files;  // one list per variant
 };
 
 // A run's input opened and checked without a GPU: the files read (a bundle

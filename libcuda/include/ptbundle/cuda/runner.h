@@ -116,10 +116,22 @@ struct LoadTimes {
   double upload_gb_per_second() const;
 };
 
+// A kernel file the library loads by name at a kernel's first launch
+// (AOTInductor's embed_kernel_binary=False): the runtime writes each into a
+// private folder (0700, names checked again) that the container is created
+// with as its cubin_dir, and removes it with the model.
+struct KernelFileBytes {
+  std::string name;  // "c5j...cubin"
+  Bytes bytes;
+};
+
 struct LoadRequest {
   std::string label;  // "part encoder", for messages
   Bytes library;
   std::string library_origin;  // "model.pte: named data 'abc_so_blob'"
+  std::vector<KernelFileBytes> kernel_files;
+  // The weights to bind; none (or WeightsLayout::None) for a library that
+  // holds its own (package_constants_in_so), which its container loads.
   const PartWeights* weights = nullptr;
   int device = 0;
   // Makes the library check each input's dtype, shape, strides and device

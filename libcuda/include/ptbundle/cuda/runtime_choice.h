@@ -43,10 +43,6 @@ inline constexpr const char* kLibTorchFlags =
 // empty when it can.
 std::string runner_unavailable_reason();
 
-// The DT_NEEDED entries that make a library need LibTorch (libtorch*.so,
-// libc10*.so); empty for a link_libtorch=False library.
-std::vector<std::string> libtorch_dependencies(const ElfDynamicSymbols& symbols);
-
 struct RuntimeAvailability {
   bool builtin = kBuiltinRuntimeBuilt;
   bool libtorch = kLibTorchRunnerBuilt;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,22 @@ struct ElfDynamicSymbols {
 // its section table (.dynamic, .dynsym and the string tables they link to).
 // `context` names the bytes in errors.
 Result<ElfDynamicSymbols> read_dynamic_symbols(Bytes elf, const std::string& context);
+
+// Where an AOTInductor library compiled with package_constants_in_so=True
+// (PyTorch's default) keeps its constants: the bytes from the symbol
+// _binary_constants_bin_start to _binary_constants_bin_end, which its model
+// constructor copies to the GPU, as a range of the file; nullopt when the
+// library defines neither symbol. An error when the symbols or their section
+// do not describe a range inside the file.
+struct ElfFileRange {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+Result<std::optional<ElfFileRange>> find_aoti_constants(Bytes elf, const std::string& context);
+
+// The DT_NEEDED entries that make a library need LibTorch (libtorch*.so,
+// libc10*.so): what aot_inductor.link_libtorch=True links; empty for a
+// link_libtorch=False library, which the built-in runtime can serve.
+std::vector<std::string> libtorch_dependencies(const ElfDynamicSymbols& symbols);
 
 }  // namespace ptb
