@@ -153,6 +153,8 @@ ManifestParts read_parts(const Json& json, const std::string& manifest_path, Che
   return out;
 }
 
+}  // namespace
+
 bool check_listed_digest(const std::string& path, const ManifestFile& file, uint64_t size, const std::string& digest,
                          CheckList& checks) {
   if (size != file.size) {
@@ -170,6 +172,8 @@ bool check_listed_digest(const std::string& path, const ManifestFile& file, uint
   checks.pass(checks::kFile, path, std::to_string(file.size) + " bytes, SHA-256 as recorded");
   return true;
 }
+
+namespace {
 
 bool check_listed_file(const BundleDir& dir, const ManifestFile& file, const FolderDigests& digests, CheckList& checks) {
   const std::string path = dir.display(file.path);
