@@ -102,7 +102,41 @@ std::optional<Pt2OutputSignature> output_signature(std::string_view source, size
   return Pt2OutputSignature{*dtype, std::move(*sizes)};
 }
 
+// check_input_<index>'s body: from its definition to the next function.
+std::optional<Pt2InputCheck> input_check(std::string_view source, size_t index) {
+  const std::string pattern = "static void check_input_" + std::to_string(index) + "(";
+  size_t at = source.find(pattern);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view body = source.substr(at + pattern.size());
+  size_t end = body.find("static void ");
+  if (end != std::string_view::npos) body = body.substr(0, end);
+  Pt2InputCheck check;
+  constexpr std::string_view kDtype = "_expected_dtype = aoti_torch_dtype_";
+  if (size_t dtype = body.find(kDtype); dtype != std::string_view::npos)
+    check.scalar_type = scalar_type_from_name(identifier_at(body.substr(dtype + kDtype.size())));
+  // "input_handles[0]: unmatched dim value at 1, "  "expected: 32, "
+  const std::string dim = "input_handles[" + std::to_string(index) + "]: unmatched dim value at ";
+  for (size_t from = body.find(dim); from != std::string_view::npos && check.sizes.size() < 64;
+       from = body.find(dim, from + 1)) {
+    std::string_view rest = body.substr(from + dim.size());
+    auto d = take_integer(rest);
+    constexpr std::string_view kExpected = "expected: ";
+    size_t expected = rest.find(kExpected);
+    if (!d || *d < 0 || expected == std::string_view::npos || expected > 64) continue;
+    rest = rest.substr(expected + kExpected.size());
+    auto size = take_integer(rest);
+    if (size) check.sizes.emplace_back(static_cast<uint32_t>(*d), *size);
+  }
+  return check;
+}
+
 }  // namespace
+
+std::vector<std::optional<Pt2InputCheck>> pt2_wrapper_inputs(std::string_view source, uint64_t count) {
+  std::vector<std::optional<Pt2InputCheck>> inputs;
+  for (uint64_t i = 0; i < count && i < 4096; ++i) inputs.push_back(input_check(source, static_cast<size_t>(i)));
+  return inputs;
+}
 
 std::optional<Pt2WrapperCounts> pt2_wrapper_counts(std::string_view source) {
   constexpr std::string_view kBase = "AOTInductorModelBase(";

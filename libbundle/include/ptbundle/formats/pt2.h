@@ -160,5 +160,14 @@ struct Pt2OutputSignature {
   std::vector<int64_t> sizes;
 };
 std::vector<std::optional<Pt2OutputSignature>> pt2_wrapper_outputs(std::string_view source, uint64_t count);
+// Each of `count` inputs as its generated check (check_input_<i>, what
+// AOTI_RUNTIME_CHECK_INPUTS runs) states it: the dtype, and the size of each
+// dimension it fixes (a dynamic one is checked against bounds instead, and
+// is absent). nullopt for an input with no such check.
+struct Pt2InputCheck {
+  std::optional<int8_t> scalar_type;
+  std::vector<std::pair<uint32_t, int64_t>> sizes;  // (dimension, size), in the text's order
+};
+std::vector<std::optional<Pt2InputCheck>> pt2_wrapper_inputs(std::string_view source, uint64_t count);
 
 }  // namespace ptb
