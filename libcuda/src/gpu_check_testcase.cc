@@ -28,7 +28,7 @@ std::vector<uint64_t> shape_of(const std::vector<int64_t>& sizes) {
   return shape;
 }
 
-// Runs `inputs` and compares with `expected`; the verdict names the part.
+// Loads the part, then runs the test case on it.
 void run_and_compare(const std::string& subject, const std::string& part_name, const RunPart& part, int device,
                      const std::vector<HostTensor>& inputs, const std::vector<ExpectedOutput>& wanted,
                      CheckList& checks) {
@@ -39,16 +39,7 @@ void run_and_compare(const std::string& subject, const std::string& part_name, c
     checks.fail(checks::kTestcase, subject, model.error().message);
     return;
   }
-  auto outputs = model->run(inputs);
-  if (!outputs.ok()) {
-    checks.fail(checks::kTestcase, subject, outputs.error().message);
-    return;
-  }
-  const std::vector<OutputComparison> comparisons = compare_outputs(*outputs, wanted);
-  const std::string verdict = test_case_verdict(part_name, comparisons);
-  bool passed = std::all_of(comparisons.begin(), comparisons.end(), [](const OutputComparison& c) { return c.passed(); });
-  if (passed) checks.pass(checks::kTestcase, subject, verdict + " on GPU " + std::to_string(device));
-  else checks.fail(checks::kTestcase, subject, verdict);
+  run_testcase(subject, part_name, *model, device, {inputs, wanted}, checks);
 }
 
 void reproduce_bundle_part(const VerifySubject& subject, GpuCapability gpu, int device, uint32_t driver_version,
@@ -64,48 +55,12 @@ void reproduce_bundle_part(const VerifySubject& subject, GpuCapability gpu, int 
     checks.fail(checks::kTestcase, subject.label, part.error().message);
     return;
   }
-  const PtdFile& file = *subject.testcase;
-  std::vector<HostTensor> inputs;
-  // The test-case file passed its checks: every key is there with a layout.
-  for (uint32_t i = 0; i < subject.manifest->testcase->inputs; ++i) {
-    const PtdEntry& entry = *file.find(testcase_key(subject.testcase_method, false, i));
-    Bytes bytes = file.bytes(entry);
-    inputs.push_back({entry.layout->scalar_type, shape_of(entry.layout->sizes), {bytes.begin(), bytes.end()}});
+  auto test = read_part_testcase(*subject.manifest, *subject.testcase, subject.testcase_method, *subject.program);
+  if (!test.ok()) {
+    checks.fail(checks::kTestcase, subject.label, test.error().message);
+    return;
   }
-  // What export recorded: each output's tolerance, or (bundles written before
-  // output_checks) one for all. A sampler's outputs have no expected values:
-  // the method's signature gives their dtype and shape (the test-case file
-  // check compared its count with bundle.json's).
-  const ManifestTestcase& testcase = *subject.manifest->testcase;
-  const MethodInfo* method = nullptr;
-  for (const MethodInfo& m : subject.program->methods())
-    if (m.name == subject.testcase_method) method = &m;
-  std::vector<ExpectedOutput> wanted;
-  for (uint32_t i = 0; i < testcase.outputs; ++i) {
-    ExpectedOutput want;
-    want.index = i;
-    want.name = "output " + std::to_string(i);
-    if (i < testcase.output_checks.size() && !testcase.output_checks[i].compare_values) {
-      if (!method || i >= method->outputs.size() || !method->outputs[i].tensor) {
-        checks.fail(checks::kTestcase, subject.label, "output " + std::to_string(i) + " has no tensor in the method's signature");
-        return;
-      }
-      want.compare_values = false;
-      want.tensor = {method->outputs[i].tensor->scalar_type, shape_of(method->outputs[i].tensor->sizes), Bytes()};
-      want.tolerance.rule = testcase.output_checks[i].rule;
-    } else {
-      const PtdEntry& entry = *file.find(testcase_key(subject.testcase_method, true, i));
-      want.tensor = {entry.layout->scalar_type, shape_of(entry.layout->sizes), file.bytes(entry)};
-      if (i < testcase.output_checks.size()) {
-        const ManifestOutputCheck& c = testcase.output_checks[i];
-        want.tolerance = {c.atol, c.rtol, "recorded in bundle.json: " + c.rule};
-      } else {
-        want.tolerance = {testcase.atol, testcase.rtol, "recorded in bundle.json for every output"};
-      }
-    }
-    wanted.push_back(std::move(want));
-  }
-  run_and_compare(subject.label, subject.part_name, *part, device, inputs, wanted, checks);
+  run_and_compare(subject.label, subject.part_name, *part, device, test->inputs, test->wanted, checks);
 }
 
 // The program inside the .bpte and its data file, as the integrity checks
@@ -170,6 +125,69 @@ std::string no_test_case_reason(const VerifySubject& subject) {
 }
 
 }  // namespace
+
+Result<PartTestCase> read_part_testcase(const ManifestPart& part, const PtdFile& file, const std::string& method_name,
+                                        const ProgramWithData& program) {
+  if (!part.testcase) return invalid("part " + part.name + " records no test case");
+  std::vector<HostTensor> inputs;
+  // The test-case file passed its checks: every key is there with a layout.
+  for (uint32_t i = 0; i < part.testcase->inputs; ++i) {
+    const PtdEntry* found = file.find(testcase_key(method_name, false, i));
+    if (!found || !found->layout) return invalid(file.path() + ": no tensor " + testcase_key(method_name, false, i));
+    const PtdEntry& entry = *found;
+    Bytes bytes = file.bytes(entry);
+    inputs.push_back({entry.layout->scalar_type, shape_of(entry.layout->sizes), {bytes.begin(), bytes.end()}});
+  }
+  // What export recorded: each output's tolerance, or (bundles written before
+  // output_checks) one for all. A sampler's outputs have no expected values:
+  // the method's signature gives their dtype and shape (the test-case file
+  // check compared its count with bundle.json's).
+  const ManifestTestcase& testcase = *part.testcase;
+  const MethodInfo* method = nullptr;
+  for (const MethodInfo& m : program.methods())
+    if (m.name == method_name) method = &m;
+  std::vector<ExpectedOutput> wanted;
+  for (uint32_t i = 0; i < testcase.outputs; ++i) {
+    ExpectedOutput want;
+    want.index = i;
+    want.name = "output " + std::to_string(i);
+    if (i < testcase.output_checks.size() && !testcase.output_checks[i].compare_values) {
+      if (!method || i >= method->outputs.size() || !method->outputs[i].tensor) {
+        return invalid("output " + std::to_string(i) + " has no tensor in the method's signature");
+      }
+      want.compare_values = false;
+      want.tensor = {method->outputs[i].tensor->scalar_type, shape_of(method->outputs[i].tensor->sizes), Bytes()};
+      want.tolerance.rule = testcase.output_checks[i].rule;
+    } else {
+      const PtdEntry* found = file.find(testcase_key(method_name, true, i));
+      if (!found || !found->layout) return invalid(file.path() + ": no tensor " + testcase_key(method_name, true, i));
+      const PtdEntry& entry = *found;
+      want.tensor = {entry.layout->scalar_type, shape_of(entry.layout->sizes), file.bytes(entry)};
+      if (i < testcase.output_checks.size()) {
+        const ManifestOutputCheck& c = testcase.output_checks[i];
+        want.tolerance = {c.atol, c.rtol, "recorded in bundle.json: " + c.rule};
+      } else {
+        want.tolerance = {testcase.atol, testcase.rtol, "recorded in bundle.json for every output"};
+      }
+    }
+    wanted.push_back(std::move(want));
+  }
+  return PartTestCase{std::move(inputs), std::move(wanted)};
+}
+
+void run_testcase(const std::string& subject, const std::string& part_name, AotiModel& model, int device,
+                  const PartTestCase& test, CheckList& checks) {
+  auto outputs = model.run(test.inputs);
+  if (!outputs.ok()) {
+    checks.fail(checks::kTestcase, subject, outputs.error().message);
+    return;
+  }
+  const std::vector<OutputComparison> comparisons = compare_outputs(*outputs, test.wanted);
+  const std::string verdict = test_case_verdict(part_name, comparisons);
+  bool passed = std::all_of(comparisons.begin(), comparisons.end(), [](const OutputComparison& c) { return c.passed(); });
+  if (passed) checks.pass(checks::kTestcase, subject, verdict + " on GPU " + std::to_string(device));
+  else checks.fail(checks::kTestcase, subject, verdict);
+}
 
 void check_testcases(const VerifySubject& subject, const GpusToCheck& gpu, const std::vector<GpuCapability>& runs_on,
                      CheckList& checks) {

@@ -219,6 +219,47 @@ Status outputs_from_sample(const std::vector<std::string>& paths, const std::vec
 // bound no GPU could hold is a wrong bound, refused rather than recorded.
 constexpr uint64_t kMaxBoundedTensorBytes = 16ull << 30;
 
+std::string sizes_text(const std::vector<int32_t>& sizes) {
+  std::string text = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
+  return text + "]";
+}
+
+// The example against what the package's wrapper source states: as many
+// inputs and outputs, each output of the dtype and sizes run_impl allocates
+// (check_example_inputs checks each input's dtype and fixed sizes). Without this, swapped or missing example files export and
+// bundle.json records a signature the library refuses at the first call.
+Status check_example_against_wrapper(const PartRequest& request, const Pt2Package& package, const Pt2Model& model,
+                                     const SingleDelegateProgram& spec, size_t example_outputs) {
+  PTB_TRY(auto source, pt2_wrapper_source(package, model));
+  if (!source) return {};  // nothing states the signature: the library checks its inputs at run time
+  auto counts = pt2_wrapper_counts(*source);
+  if (!counts) return {};
+  const std::string example = "--example " + request.name;
+  if (counts->inputs != spec.inputs.size()) {
+    return invalid(example + ": " + std::to_string(spec.inputs.size()) + " input file(s); " + request.program +
+                   "'s wrapper takes " + std::to_string(counts->inputs) + " input(s)");
+  }
+  if (example_outputs != 0 && counts->outputs != example_outputs) {
+    return invalid(example + ": " + std::to_string(example_outputs) + " output file(s); " + request.program +
+                   "'s wrapper gives " + std::to_string(counts->outputs) + " output(s)");
+  }
+  if (example_outputs == 0) return {};
+  const auto outputs = pt2_wrapper_outputs(*source, counts->outputs);
+  for (size_t i = 0; i < outputs.size() && i < spec.outputs.size(); ++i) {
+    if (!outputs[i]) continue;
+    const TensorSignature& given = spec.outputs[i];
+    std::vector<int32_t> wanted(outputs[i]->sizes.begin(), outputs[i]->sizes.end());
+    if (given.scalar_type != outputs[i]->scalar_type || given.sizes != wanted) {
+      return invalid(example + ": output " + std::to_string(i) + " (" +
+                     fs::path(request.example->outputs[i]).filename().string() + ") is " +
+                     scalar_type_name(given.scalar_type) + " " + sizes_text(given.sizes) + "; " + request.program +
+                     " gives " + scalar_type_name(outputs[i]->scalar_type) + " " + sizes_text(wanted));
+    }
+  }
+  return {};
+}
+
 Status resize_to_bounds(TensorSignature& signature, const std::string& what) {
   uint64_t count = 1;
   for (int32_t size : signature.sizes) {
@@ -338,6 +379,8 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
     PTB_TRY(auto signature, signature_of(part.npys[i]->header(), part.npys[i]->path()));
     (i < part.testcase_inputs ? spec.inputs : spec.outputs).push_back(std::move(signature));
   }
+  // A noise-drawing program's example outputs are checked by outputs_from_sample.
+  PTB_CHECK(check_example_against_wrapper(request, package, model, spec, sample.empty() ? example.outputs.size() : 0));
   if (!sample.empty()) {
     PTB_CHECK(outputs_from_sample(sample, noise, spec, part));
   } else if (example.outputs.empty()) {

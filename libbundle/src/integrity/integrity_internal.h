@@ -62,13 +62,20 @@ FolderReading folder_reading(const BundleDir& dir, const Manifest* manifest, uns
 
 // The signature (kSignature) and the files against it (kSignedFiles), then
 // the content-addressed keys (kContentKey), from the folder's digests.
+// `whole_folder` false: `digests` holds some of the folder's files only (those
+// a robot process loads), and signed files not among them are not checked.
 void check_signature(const BundleDir& dir, const std::optional<std::string>& signature_name, const FolderDigests& digests,
-                     const IntegrityOptions& options, CheckList& checks, SignatureSummary& summary);
+                     const IntegrityOptions& options, CheckList& checks, SignatureSummary& summary,
+                     bool whole_folder = true);
 void check_content_keys(const std::string& dir, const FolderDigests& digests, CheckList& checks);
 // The folder's files against a signature's statement (kSignedFiles): none
 // added, missing or changed. Trusted only once the signature verified.
 bool check_signed_files(const std::string& dir, const SignedStatement& statement, const FolderDigests& digests,
-                        CheckList& checks);
+                        CheckList& checks, bool whole_folder = true);
+
+// A listed file's size and SHA-256 against bundle.json's (kFile).
+bool check_listed_digest(const std::string& path, const ManifestFile& file, uint64_t size, const std::string& digest,
+                         CheckList& checks);
 
 // A listed file's size and SHA-256 against bundle.json's (kFile, subject `path`).
 bool check_listed_digest(const std::string& path, const ManifestFile& file, uint64_t size, const std::string& digest,

@@ -27,7 +27,7 @@ bool ignored_by(const SignedStatement& statement, const std::string& path) {
 
 // Every file against the statement; each problem names its file.
 bool check_signed_files(const std::string& dir, const SignedStatement& statement, const FolderDigests& digests,
-                        CheckList& checks) {
+                        CheckList& checks, bool whole_folder) {
   std::map<std::string, std::string> signed_files;  // name -> sha256
   std::multimap<std::string, std::string> by_digest;
   for (const SignedResource& resource : statement.resources) {
@@ -88,20 +88,23 @@ bool check_signed_files(const std::string& dir, const SignedStatement& statement
     bytes += file.size;
   }
   for (const SignedResource& resource : statement.resources) {
-    if (seen.count(resource.name) || ignored_by(statement, resource.name)) continue;
+    if (seen.count(resource.name) || ignored_by(statement, resource.name) || !whole_folder) continue;
     ++problems;
     checks.fail(checks::kSignedFiles, in_folder(dir, resource.name),
                 "missing: the signature lists it; restore it, or sign the bundle again");
   }
-  if (problems == 0) {
+  if (problems == 0 && whole_folder) {
     checks.pass(checks::kSignedFiles, dir,
                 std::to_string(files) + " file(s), " + std::to_string(bytes) + " bytes, exactly as signed: none added, missing or changed");
+  } else if (problems == 0) {
+    checks.pass(checks::kSignedFiles, dir,
+                std::to_string(files) + " file(s) checked, " + std::to_string(bytes) + " bytes, each as signed");
   }
   return problems == 0;
 }
 
 void check_signature(const BundleDir& bundle, const std::optional<std::string>& signature_name, const FolderDigests& digests,
-                     const IntegrityOptions& options, CheckList& checks, SignatureSummary& summary) {
+                     const IntegrityOptions& options, CheckList& checks, SignatureSummary& summary, bool whole_folder) {
   const std::string& dir = bundle.path();
   if (!signature_name) {
     // A signature file that is there but broken is named for what is wrong
@@ -163,7 +166,7 @@ void check_signature(const BundleDir& bundle, const std::optional<std::string>& 
               "ECDSA " + (*key)->curve() + " with " + (*key)->hash() + ", verified with " + (*key)->source() +
                   " (fingerprint " + (*key)->fingerprint() + "); it lists " +
                   std::to_string(signature.statement.resources.size()) + " file(s)");
-  summary.verified = check_signed_files(dir, signature.statement, digests, checks);
+  summary.verified = check_signed_files(dir, signature.statement, digests, checks, whole_folder);
 }
 
 void check_content_keys(const std::string& dir, const FolderDigests& digests, CheckList& checks) {

@@ -174,6 +174,22 @@ struct IntegrityOptions {
 std::vector<VerifySubject> check_integrity(std::string_view argument, CheckList& checks, const IntegrityOptions& options,
                                            SignatureSummary* signature);
 
+struct BundlePart;
+
+// What a process that loads one part of a bundle (the robot API) checks
+// first, over the bytes it then loads, the mappings `part` holds: verify's
+// signature checks (kSignature with options.keys and
+// options.require_signature; kSignedFiles over bundle.json, whose bytes are
+// `manifest`, and the part's files only), the part's files against
+// bundle.json (kFile), the content-addressed keys of its programs
+// (kContentKey) and its test-case file against its method (kTestcaseFile).
+// Other parts' files are not read. Returns the method the part's test case
+// calls, when it has one that passed its checks. With `part` null, the
+// signature is checked over bundle.json alone (a look into the bundle).
+std::optional<std::string> check_opened_part(const BundleDir& dir, Bytes manifest, const BundlePart* part,
+                                             const IntegrityOptions& options, CheckList& checks,
+                                             SignatureSummary& summary);
+
 // What a command that builds on a bundle (merge) checks of it first, as
 // verify does, so that it never launders a changed bundle into a clean one:
 // every file bundle.json lists, with its size and SHA-256; every

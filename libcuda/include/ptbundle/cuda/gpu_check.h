@@ -14,6 +14,7 @@
 #include "ptbundle/cuda/gpu.h"
 #include "ptbundle/integrity/integrity.h"
 #include "ptbundle/base/result.h"
+#include "ptbundle/cuda/run.h"
 
 namespace ptb {
 
@@ -56,6 +57,21 @@ std::vector<std::vector<GpuCapability>> check_gpu_per_target(const std::vector<c
 // tolerance.h); skipped with the reason otherwise.
 void check_testcases(const VerifySubject& subject, const GpusToCheck& gpu, const std::vector<GpuCapability>& runs_on,
                      CheckList& checks);
+
+// A bundle part's recorded test case: its inputs, and each output's expected
+// value (or dtype and shape, for a sampler's) with the tolerance bundle.json
+// records. `file` is its test-case file, which passed check_testcase_file's
+// checks for `method`.
+struct PartTestCase {
+  std::vector<HostTensor> inputs;
+  std::vector<ExpectedOutput> wanted;
+};
+Result<PartTestCase> read_part_testcase(const ManifestPart& part, const PtdFile& file, const std::string& method,
+                                        const ProgramWithData& program);
+// Runs `test` on a loaded model (on GPU `device`) and adds the verdict
+// (kTestcase) to `checks`: verify's test-case check and the robot API's.
+void run_testcase(const std::string& subject, const std::string& part_name, AotiModel& model, int device,
+                  const PartTestCase& test, CheckList& checks);
 
 struct VerifyOptions {
   std::string gpu = "auto";

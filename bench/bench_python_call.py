@@ -1,0 +1,97 @@
+"""The Python module's call overhead, side by side in one run on one GPU:
+per call, the host time of
+  - ptbundle from Python (m(x, out=[y]) on PyTorch CUDA tensors, DLPack),
+  - the same call from C (ptb_model_run_timed: the C++ API under the C one),
+  - PyTorch's own loader on the same .pt2 (torch._inductor.aoti_load_package),
+each enqueue only (no synchronization inside the loop), the median of
+`--repeats` runs of `--iterations` calls. Prints the overhead of Python over
+C (goal: under 5 us) and the ratio to aoti_load_package.
+
+  python3 bench/bench_python_call.py [--pt2 examples/encoder.pt2 --input examples/encoder.in0.npy]
+"""
+
+import argparse
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+import ptbundle  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pt2", default=str(ROOT / "examples" / "encoder.pt2"))
+    parser.add_argument("--input", action="append", default=None)
+    parser.add_argument("--iterations", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    inputs = args.input or [str(ROOT / "examples" / "encoder.in0.npy")]
+    try:
+        import numpy as np
+        import torch
+    except ImportError as e:
+        print("SKIPPED bench_python_call: no %s" % e.name)
+        return 0
+    if not torch.cuda.is_available():
+        print("SKIPPED bench_python_call: no CUDA GPU visible to PyTorch")
+        return 0
+
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="ptb-bench-python-"))
+    bundle = folder / "bundle"
+    made = subprocess.run([ptbundle._cli(), "export", "-o", str(bundle), "--part", "part=" + args.pt2],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if made.returncode != 0:
+        print(made.stdout.decode())
+        return 1
+    m = ptbundle.load(bundle)
+    xs = [torch.from_numpy(np.load(p)).cuda() for p in inputs]
+    ys = m(*xs)
+    ys = list(ys) if isinstance(ys, tuple) else [ys]
+    torch.cuda.synchronize()
+
+    def python_call():
+        start = time.perf_counter()
+        for _ in range(args.iterations):
+            m(*xs, out=ys)
+        elapsed = time.perf_counter() - start
+        torch.cuda.synchronize()
+        return elapsed / args.iterations
+
+    def c_call():
+        seconds = m.c_call_seconds(*xs, out=ys, iterations=args.iterations)
+        torch.cuda.synchronize()
+        return seconds
+
+    runner = torch._inductor.aoti_load_package(args.pt2)
+    runner(*xs)
+    torch.cuda.synchronize()
+
+    def aoti_call():
+        start = time.perf_counter()
+        for _ in range(args.iterations):
+            runner(*xs)
+        elapsed = time.perf_counter() - start
+        torch.cuda.synchronize()
+        return elapsed / args.iterations
+
+    results = {"python": [], "c": [], "aoti_load_package": []}
+    for _ in range(args.repeats):  # interleaved, so that drift hits all three alike
+        results["python"].append(python_call())
+        results["c"].append(c_call())
+        results["aoti_load_package"].append(aoti_call())
+    median = {k: statistics.median(v) * 1e6 for k, v in results.items()}
+    print("[gpu] bench_python_call on %s, %s: per call (us, median of %d x %d): python %.2f, C %.2f, "
+          "aoti_load_package %.2f" % (torch.cuda.get_device_name(), pathlib.Path(args.pt2).name, args.repeats,
+                                      args.iterations, median["python"], median["c"], median["aoti_load_package"]))
+    print("[gpu] bench_python_call: python over C %.2f us per call (goal < 5); python / aoti_load_package %.2fx"
+          % (median["python"] - median["c"], median["python"] / median["aoti_load_package"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

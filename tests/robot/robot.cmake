@@ -1,0 +1,27 @@
+# The robot API tested as a robot program uses it: linked to libptbundle.so
+# alone (no static library of the project), the bundles it opens made by the
+# ptbundle command. Also the C example and the Python module's tests.
+add_executable(ptbundle_robot_tests ${CMAKE_CURRENT_LIST_DIR}/test_robot_api.cc ${CMAKE_CURRENT_LIST_DIR}/test_c_api.cc
+  ${CMAKE_CURRENT_LIST_DIR}/robot_support.cc)
+target_include_directories(ptbundle_robot_tests PRIVATE ${DOCTEST_INCLUDE_DIR})
+target_link_libraries(ptbundle_robot_tests PRIVATE ptbundle::ptbundle ptb_warnings)
+target_compile_definitions(ptbundle_robot_tests PRIVATE
+  PTB_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+  PTB_CLI_PATH="$<TARGET_FILE:ptbundle>")
+add_dependencies(ptbundle_robot_tests ptbundle)
+add_test(NAME ptbundle_robot_tests COMMAND ptbundle_robot_tests WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+
+# The C example, built from this tree as CI builds it against the installed package.
+add_executable(ptbundle_c_example ${PROJECT_SOURCE_DIR}/examples/c/robot.c)
+target_link_libraries(ptbundle_c_example PRIVATE ptbundle::ptbundle)
+set_target_properties(ptbundle_c_example PROPERTIES LINKER_LANGUAGE C)
+add_test(NAME ptbundle_c_example_usage COMMAND ptbundle_c_example)
+set_tests_properties(ptbundle_c_example_usage PROPERTIES WILL_FAIL TRUE)
+
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_FOUND)
+  add_test(NAME ptbundle_python COMMAND ${Python3_EXECUTABLE} -m unittest -v tests/python/test_ptbundle.py
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(ptbundle_python PROPERTIES ENVIRONMENT
+    "PTBUNDLE_LIBRARY=$<TARGET_FILE:ptbundle_robot>;PTBUNDLE_CLI=$<TARGET_FILE:ptbundle>;PYTHONPATH=${PROJECT_SOURCE_DIR}/python")
+endif()
