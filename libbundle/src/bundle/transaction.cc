@@ -331,7 +331,7 @@ void BundleTransaction::remove_if_unused() {
 }
 
 Status BundleTransaction::commit(const std::vector<Placement>& outputs, const Manifest& manifest,
-                                 const std::vector<std::string>& superseded) {
+                                 const std::vector<std::string>& superseded, AtomicOutput* manifest_file) {
   const auto listed = listed_paths(&manifest);
   std::vector<std::string> removed;
   for (const auto& path : superseded)
@@ -372,7 +372,8 @@ Status BundleTransaction::commit(const std::vector<Placement>& outputs, const Ma
     ++placed;
   }
   test_kill_point("manifest");
-  if (auto status = write_manifest(dir_, manifest); !status.ok()) return roll_back(status.error());
+  if (auto status = manifest_file ? manifest_file->commit() : write_manifest(dir_, manifest); !status.ok())
+    return roll_back(status.error());
   manifest_ = manifest;
   test_kill_point("cleanup");
   for (const auto& path : removed) PTB_CHECK(dir_.remove_file(path));
