@@ -5,6 +5,7 @@
 // time. Without docker-registry or skopeo the tests that need them skip (in
 // CI, where scripts/install-deps --test installs them, they fail instead).
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -12,7 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>

@@ -61,11 +61,9 @@ Result<std::optional<Credentials>> run_helper(const std::string& helper, const s
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in[0], 0);
   posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  char arg0[] = "docker-credential";
-  char arg1[] = "get";
+  char get[] = "get";
   std::string path = program;
-  char* argv[] = {path.data(), arg1, nullptr};
-  (void)arg0;
+  char* argv[] = {path.data(), get, nullptr};
   pid_t pid = -1;
   const int spawned = posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);

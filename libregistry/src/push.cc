@@ -98,7 +98,7 @@ Result<PushReport> push_bundle(const PushOptions& options) {
   const std::string config = modelpack_config(manifest, layers, last_component(ref.repository));
   const std::string body = modelpack_manifest(manifest, config, layers);
   const std::string digest =
-      "sha256:" + to_hex(sha256(Bytes(reinterpret_cast<const uint8_t*>(body.data()), body.size()))));
+      "sha256:" + to_hex(sha256(Bytes(reinterpret_cast<const uint8_t*>(body.data()), body.size())));
   if (ref.digest && *ref.digest != digest)
     return usage_error("reference " + ref.text() + ": the bundle's manifest has the digest " + digest +
                        "; a digest in REF must be the one pushed (or give a tag)");
