@@ -28,6 +28,8 @@ Command add_verify(Cli& cli);
 Command add_run(Cli& cli);
 Command add_gpus(Cli& cli);
 Command add_sign(Cli& cli);
+Command add_push(Cli& cli);
+Command add_pull(Cli& cli);
 
 // A writer changed a signed bundle and removed the signature: one line each on stderr.
 void report_removed_signatures(const std::vector<std::string>& paths);

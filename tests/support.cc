@@ -156,7 +156,8 @@ std::string schema_problem(const std::string& schema, const std::string& documen
   }
   std::string command = "python3 " + quote(fs::path(PTB_SOURCE_DIR) / "tests/validate_schema.py") + " " +
                         quote(schemas / (schema + ".schema.json")) + " " + quote(scratch / "document.json") + " " +
-                        quote(schemas / "error.schema.json") + " " + quote(schemas / "bundle.schema.json") + " 2>" +
+                        quote(schemas / "error.schema.json") + " " + quote(schemas / "bundle.schema.json") + " " +
+                        quote(schemas / "verify.schema.json") + " 2>" +
                         quote(scratch / "problem");
   if (std::system(command.c_str()) == 0) return "";
   std::string problem = read_text(scratch / "problem");

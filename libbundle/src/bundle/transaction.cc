@@ -421,7 +421,7 @@ void BundleTransaction::remove_if_unused() {
 }
 
 Status BundleTransaction::commit(const std::vector<Placement>& outputs, const Manifest& manifest,
-                                 const std::vector<std::string>& superseded) {
+                                 const std::vector<std::string>& superseded, AtomicOutput* manifest_file) {
   const auto listed = listed_paths(&manifest);
   std::vector<std::string> removed;
   for (const auto& path : superseded)
@@ -462,7 +462,8 @@ Status BundleTransaction::commit(const std::vector<Placement>& outputs, const Ma
     ++placed;
   }
   test_kill_point("manifest");
-  if (auto status = write_manifest(dir_, manifest); !status.ok()) return roll_back(status.error());
+  if (auto status = manifest_file ? manifest_file->commit() : write_manifest(dir_, manifest); !status.ok())
+    return roll_back(status.error());
   defer.committed();  // the new bundle is in place: a signal held back no longer fails the command
   manifest_ = manifest;
   test_kill_point("cleanup");

@@ -124,8 +124,11 @@ class BundleTransaction {
   // written removes what it placed and the journal, leaving the old bundle.
   // Test kill points (test_kill_point): "journal", "rename-1".."rename-N",
   // "manifest", "cleanup".
+  // `manifest_file`, when given, holds bundle.json's text (which parses to
+  // `manifest`) and is renamed into place instead of `manifest` being
+  // written: a pulled bundle keeps the exact bytes its signature covers.
   Status commit(const std::vector<Placement>& outputs, const Manifest& manifest,
-                const std::vector<std::string>& superseded);
+                const std::vector<std::string>& superseded, AtomicOutput* manifest_file = nullptr);
 
  private:
   BundleDir dir_;
