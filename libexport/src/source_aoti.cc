@@ -311,9 +311,12 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
     weights_source = SegmentSource::file_range(*weights, 0, weights->size());
   }
   PTB_TRY(const std::optional<CudaInfo::LibraryConstants> constants, library_constants(*library, request.program));
+  // The constants the wrapper source declares decide (a library compiled
+  // with a blob still has a constants section of a few bytes); without a
+  // wrapper source, the section's size.
   PTB_TRY(const std::optional<uint64_t> declared, pt2_needed_weights_bytes(package, model));
-  const bool weights_in_library = !(blob_entry && blob_entry->size > 0) &&
-                                  ((constants && constants->bytes > 0) || declared.value_or(1) > 0);
+  const bool weights_in_library =
+      !(blob_entry && blob_entry->size > 0) && (declared ? *declared > 0 : constants && constants->bytes > 0);
   if (weights_in_library) {
     part.notes.push_back(request.program + ": the weights are compiled into the library (" +
                          std::to_string(constants->bytes) + " bytes of constants), which copies them to the GPU itself");
