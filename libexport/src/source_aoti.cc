@@ -318,13 +318,15 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
   const bool weights_in_library =
       !(blob_entry && blob_entry->size > 0) && (declared ? *declared > 0 : constants && constants->bytes > 0);
   if (weights_in_library) {
-    part.notes.push_back(request.program + ": the weights are compiled into the library (" +
-                         std::to_string(constants->bytes) + " bytes of constants), which copies them to the GPU itself");
+    const std::string size = constants ? " (" + std::to_string(constants->bytes) + " bytes of constants)" : "";
+    part.notes.push_back(request.program + ": the weights are compiled into the library" + size +
+                         ", which copies them to the GPU itself");
   } else if (!(blob_entry && blob_entry->size > 0)) {
     part.notes.push_back(request.program + ": the program has no weights (its wrapper declares no constants)");
   }
   spec.library_key = library_hash + "_so_blob";
-  for (const ExtractedKernel& kernel : kernel_files) spec.kernel_file_keys.push_back(kernel_file_key(spec.library_key, kernel.name));
+  for (const ExtractedKernel& kernel : kernel_files)
+    spec.kernel_file_keys.push_back(kernel_file_key(spec.library_key, kernel.name));
 
   CudaPayload payload;
   payload.form = CudaPayloadForm::SingleBlob;
