@@ -318,8 +318,8 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
   const bool weights_in_library =
       !(blob_entry && blob_entry->size > 0) && (declared ? *declared > 0 : constants && constants->bytes > 0);
   if (weights_in_library) {
-    const std::string size = constants ? " (" + std::to_string(constants->bytes) + " bytes of constants)" : "";
-    part.notes.push_back(request.program + ": the weights are compiled into the library" + size +
+    const std::string how_much = constants ? " (" + std::to_string(constants->bytes) + " bytes of constants)" : "";
+    part.notes.push_back(request.program + ": the weights are compiled into the library" + how_much +
                          ", which copies them to the GPU itself");
   } else if (!(blob_entry && blob_entry->size > 0)) {
     part.notes.push_back(request.program + ": the program has no weights (its wrapper declares no constants)");
