@@ -112,7 +112,9 @@ TEST_CASE("aoti imports: mlp_et's library (PyTorch 2.11, linked to libtorch) nee
   auto without = choose_runtime(part->library, "mlp_et.pt2", AotiRuntime::Auto, {true, false});
   REQUIRE_FALSE(without.ok());
   CHECK_CONTAINS(without.error().message, "mlp_et.pt2: the library is linked to LibTorch (it needs libtorch.so, "
-                                          "libtorch_cpu.so, libtorch_cuda.so), and this build has no LibTorch runtime");
+                                          "libtorch_cpu.so, libtorch_cuda.so and imports aoti_torch_");
+  CHECK_CONTAINS(without.error().message, " from it; compiled with aot_inductor.link_libtorch=True, PyTorch's default), "
+                                          "and this build has no LibTorch runtime");
   CHECK_CONTAINS(without.error().message, "aot_inductor.link_libtorch=False");
   auto builtin = choose_runtime(part->library, "mlp_et.pt2", AotiRuntime::Builtin, {true, true});
   REQUIRE_FALSE(builtin.ok());

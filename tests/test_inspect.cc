@@ -222,7 +222,8 @@ TEST_CASE("inspect: a library's runtime needs: LibTorch, or the built-in runtime
   auto plain = run_cli("inspect " + quote(fixture("cuda/sm90/model.pte")));
   CHECK(contains(plain.out, "Runtime: built-in, tensor bookkeeping only"));
   auto linked = run_cli("inspect " + quote(fixture("aoti/mlp_et.pt2")));
-  CHECK(contains(linked.out, "Runtime: LibTorch (linked to libtorch.so, libtorch_cpu.so, libtorch_cuda.so)"));
+  CHECK(contains(linked.out, "Runtime: LibTorch (linked to libtorch.so, libtorch_cpu.so, libtorch_cuda.so; compiled with "
+                                 "aot_inductor.link_libtorch=True)"));
 }
 
 TEST_CASE("inspect: a bundle folder shows its manifest and each part's files") {

@@ -402,17 +402,22 @@ Result<PreparedPart> prepare_aoti_part(const PartRequest& request, const std::st
     weights_source = SegmentSource::file_range(*weights, 0, weights->size());
   }
   PTB_TRY(const std::optional<CudaInfo::LibraryConstants> constants, library_constants(*library, request.program));
+  // The constants the wrapper source declares decide (a library compiled
+  // with a blob still has a constants section of a few bytes); without a
+  // wrapper source, the section's size.
   PTB_TRY(const std::optional<uint64_t> declared, pt2_needed_weights_bytes(package, model));
-  const bool weights_in_library = !(blob_entry && blob_entry->size > 0) &&
-                                  ((constants && constants->bytes > 0) || declared.value_or(1) > 0);
+  const bool weights_in_library =
+      !(blob_entry && blob_entry->size > 0) && (declared ? *declared > 0 : constants && constants->bytes > 0);
   if (weights_in_library) {
-    part.notes.push_back(request.program + ": the weights are compiled into the library (" +
-                         std::to_string(constants->bytes) + " bytes of constants), which copies them to the GPU itself");
+    const std::string how_much = constants ? " (" + std::to_string(constants->bytes) + " bytes of constants)" : "";
+    part.notes.push_back(request.program + ": the weights are compiled into the library" + how_much +
+                         ", which copies them to the GPU itself");
   } else if (!(blob_entry && blob_entry->size > 0)) {
     part.notes.push_back(request.program + ": the program has no weights (its wrapper declares no constants)");
   }
   spec.library_key = library_hash + "_so_blob";
-  for (const ExtractedKernel& kernel : kernel_files) spec.kernel_file_keys.push_back(kernel_file_key(spec.library_key, kernel.name));
+  for (const ExtractedKernel& kernel : kernel_files)
+    spec.kernel_file_keys.push_back(kernel_file_key(spec.library_key, kernel.name));
 
   CudaPayload payload;
   payload.form = CudaPayloadForm::SingleBlob;

@@ -2,6 +2,7 @@
 // of every CudaBackend delegate, which must be the multi-variant form with a
 // target (an untargeted export cannot say which GPU its library is for).
 #include "merge/merge_internal.h"
+#include "ptbundle/formats/kernel_files.h"
 
 namespace ptb::detail {
 
@@ -53,6 +54,16 @@ Result<Export> export_of(const MergeSource& source, std::shared_ptr<const Progra
         return invalid(cuda.where + ": CUDA variant '" + variant.so_key +
                        "' has no target SM (an untargeted export); expected exports made for one GPU "
                        "target each, which merge can tell apart");
+      }
+      // Each variant's library is copied into the merged program by its
+      // key; kernel files beside it (kernel_files.h) are not.
+      PTB_TRY(const std::vector<KernelFile> kernel_files, kernel_files_of(out.program->pte(), variant.so_key));
+      if (!kernel_files.empty()) {
+        return invalid(cuda.where + ": CUDA variant '" + variant.so_key + "' loads " +
+                       std::to_string(kernel_files.size()) +
+                       " kernel files beside its library, which a merged variant list does not carry; expected "
+                       "kernels embedded in the library (merge whole bundles with `ptbundle merge -o DIR BUNDLE...` "
+                       "to keep one program per GPU target)");
       }
       out.library_keys.insert(variant.so_key);
     }

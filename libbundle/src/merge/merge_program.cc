@@ -112,10 +112,19 @@ struct KeyedBlobs {
   std::vector<Blob> blobs;
 };
 
+// A library's kernel files ("<library key>/<file name>", kernel_files.h)
+// are CUDA's: built for one GPU like the library, they differ between
+// exports as it does.
+bool is_kernel_file_of_library(const Export& e, const std::string& key) {
+  const size_t slash = key.rfind('/');
+  return slash != std::string::npos && e.library_keys.count(key.substr(0, slash)) > 0;
+}
+
 KeyedBlobs program_named_data(const Export& e) {
   std::map<std::string, Blob> sorted;
   for (const PteNamedData& entry : e.pte().named_data()) {
-    if (e.library_keys.count(entry.key) || e.weight_keys.count(entry.key)) continue;
+    if (e.library_keys.count(entry.key) || e.weight_keys.count(entry.key) || is_kernel_file_of_library(e, entry.key))
+      continue;
     sorted.emplace(entry.key, Blob{e.pte().named_data_bytes(entry), &e.pte().file()});
   }
   KeyedBlobs out;
