@@ -40,7 +40,7 @@ Option CommandLine::option(const std::string& names, std::vector<std::string>& i
   // A named option takes one value per flag, repeated for more (--key a.pem
   // --key b.pem): taking all that follow would swallow the positional
   // arguments after it ("verify --key pub.pem B1 B2" would read B1 as a key).
-  if (!names.empty() && names.front() == '-') option->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  if (!names.empty() && names.front() == '-') option->allow_extra_args(false)->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   return Option(option);
 }
 
