@@ -9,9 +9,4 @@ std::string temporary_folder() {
   return folder && *folder ? folder : "/tmp";
 }
 
-std::string temporary_folder_name() {
-  const char* folder = std::getenv("TMPDIR");
-  return folder && *folder ? "$TMPDIR" : "/tmp";
-}
-
 }  // namespace ptb

@@ -9,7 +9,5 @@ namespace ptb {
 
 // Where temporary files go: $TMPDIR, or /tmp when it is unset or empty.
 std::string temporary_folder();
-// "$TMPDIR" when it is set, else "/tmp": how messages name that folder.
-std::string temporary_folder_name();
 
 }  // namespace ptb
