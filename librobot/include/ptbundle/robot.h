@@ -7,7 +7,10 @@
 //   find_package(ptbundle REQUIRED)
 //   target_link_libraries(robot PRIVATE ptbundle::ptbundle)
 //
-//   ptb::robot::Options options{.part = "policy", .keys = {"/etc/robot/bundle.pub"}, .require_signature = true};
+//   ptb::robot::Options options;
+//   options.part = "policy";
+//   options.keys = {"/etc/robot/bundle.pub"};
+//   options.require_signature = true;
 //   auto model = ptb::robot::Model::open("bundle/", options);
 //   if (!model.ok()) { fprintf(stderr, "%s\n", model.error().message.c_str()); ... }
 //   auto outputs = model->run({input});
