@@ -40,8 +40,7 @@
 // from then on (both provide the same aoti_torch_* symbols, loaded
 // globally): after LibTorch, link_libtorch=False libraries run under
 // LibTorch; after the built-in runtime, a library that needs LibTorch is
-// refused with that reason. Models are never unloaded from a runtime's
-// symbols; a Model's GPU memory is freed when it is destroyed.
+// refused with that reason.
 #pragma once
 
 #include <cstddef>
