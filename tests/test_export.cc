@@ -601,3 +601,37 @@ TEST_CASE("export: a part whose GEMMs and convolutions are Triton templates gets
   REQUIRE_MESSAGE(plain.exit_code == 0, plain.err);
   CHECK(plain.out.find("Triton templates") == std::string::npos);
 }
+
+TEST_CASE("export: a .pt2 example that disagrees with the package's wrapper is refused, naming the input and both shapes") {
+  // The example model in examples/ (ExecuTorch's CUDA options, its wrapper
+  // source kept in the package): action_head takes features [1, 32] and
+  // state [1, 8] and gives actions [1, 7].
+  const fs::path examples = fs::path(PTB_SOURCE_DIR) / "examples";
+  ptb::test::TempDir dir;
+  auto npy = [&](const std::string& name) { return quote(examples / name); };
+  const std::string part = " --part action_head=" + quote(examples / "action_head.pt2") + " --example action_head=";
+  auto ok = ptb::test::run_cli("export -o " + quote(dir / "ok") + part + npy("action_head.in0.npy") + "," +
+                               npy("action_head.in1.npy") + ":" + npy("action_head.out0.npy"));
+  CHECK_MESSAGE(ok.exit_code == 0, ok.err);
+
+  auto swapped = ptb::test::run_cli("export -o " + quote(dir / "swapped") + part + npy("action_head.in1.npy") + "," +
+                                    npy("action_head.in0.npy") + ":" + npy("action_head.out0.npy"));
+  CHECK(swapped.exit_code == 1);
+  CHECK_MESSAGE(contains(swapped.err, "--example action_head: input 0 (action_head.in1.npy) has shape [1, 8]; "),
+                swapped.err);
+  CHECK_MESSAGE(contains(swapped.err, "takes shape [1, 32] there"), swapped.err);
+  CHECK(!fs::exists(dir / "swapped" / "bundle.json"));
+
+  auto missing = ptb::test::run_cli("export -o " + quote(dir / "missing") + part + npy("action_head.in0.npy") + ":" +
+                                    npy("action_head.out0.npy"));
+  CHECK(missing.exit_code == 1);
+  CHECK_MESSAGE(contains(missing.err, "1 input file(s); "), missing.err);
+  CHECK_MESSAGE(contains(missing.err, "wrapper takes 2 input(s)"), missing.err);
+
+  auto wrong_output = ptb::test::run_cli("export -o " + quote(dir / "out") + " --part encoder=" +
+                                         quote(examples / "encoder.pt2") + " --example encoder=" + npy("encoder.in0.npy") +
+                                         ":" + npy("action_head.out0.npy"));
+  CHECK(wrong_output.exit_code == 1);
+  CHECK_MESSAGE(contains(wrong_output.err, "output 0 (action_head.out0.npy) is float32 [1, 7]; "), wrong_output.err);
+  CHECK_MESSAGE(contains(wrong_output.err, "gives float32 [1, 32]"), wrong_output.err);
+}

@@ -12,7 +12,7 @@ A ctypes binding of libptbundle's C interface (ptbundle/ptbundle.h), so no
 compiled extension: the library is found through $PTBUNDLE_LIBRARY, beside
 an installed module (<prefix>/lib), or in the source tree's build/ folder.
 inspect and verify run the ptbundle command with --json ($PTBUNDLE_CLI, the
-installed <prefix>/bin/ptbundle, build/ptbundle, or ptbundle on $PATH), so
+installed <prefix>/bin/ptbundle, build/apps/ptbundle, or ptbundle on $PATH), so
 their documents are the command's own (schemas/inspect.schema.json,
 schemas/verify.schema.json).
 
@@ -329,7 +329,7 @@ def _cli():
     if given:
         return given
     here = _package_root()
-    for candidate in (here.parents[3] / "bin" / "ptbundle", here.parents[1] / "build" / "ptbundle"):
+    for candidate in (here.parents[3] / "bin" / "ptbundle", here.parents[1] / "build" / "apps" / "ptbundle"):
         if candidate.exists():
             return str(candidate)
     found = shutil.which("ptbundle")

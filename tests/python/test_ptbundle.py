@@ -122,6 +122,14 @@ class SignedBundle(unittest.TestCase):
             self.assertIn("GPU", str(no_gpu.exception))
 
 
+def have_numpy():
+    try:
+        import numpy  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
 class WithoutFixtures(unittest.TestCase):
     def test_library_and_errors(self):
         self.assertTrue(os.path.exists(ptbundle.library_path()))
@@ -131,6 +139,7 @@ class WithoutFixtures(unittest.TestCase):
         document = ptbundle.inspect("/nonexistent/bundle")
         self.assertNotEqual(document["exit_code"], 0)
 
+    @unittest.skipUnless(have_numpy(), "no NumPy for this Python (Debian: python3-numpy)")
     def test_numpy_dtypes_map_to_dlpack(self):
         import numpy as np
         keep = []

@@ -25,3 +25,10 @@ if(Python3_FOUND)
   set_tests_properties(ptbundle_python PROPERTIES ENVIRONMENT
     "PTBUNDLE_LIBRARY=$<TARGET_FILE:ptbundle_robot>;PTBUNDLE_CLI=$<TARGET_FILE:ptbundle>;PYTHONPATH=${PROJECT_SOURCE_DIR}/python")
 endif()
+if(Python3_FOUND)
+  # The GPU tier's: skips (and passes) without PyTorch and a CUDA GPU.
+  add_test(NAME ptbundle_python_gpu COMMAND ${Python3_EXECUTABLE} -m unittest -v tests/python/test_ptbundle_gpu.py
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(ptbundle_python_gpu PROPERTIES ENVIRONMENT
+    "PTBUNDLE_LIBRARY=$<TARGET_FILE:ptbundle_robot>;PTBUNDLE_CLI=$<TARGET_FILE:ptbundle>;PYTHONPATH=${PROJECT_SOURCE_DIR}/python")
+endif()

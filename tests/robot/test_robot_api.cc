@@ -147,7 +147,9 @@ TEST_CASE("robot: a bundle whose weights changed after signing is refused with v
   const std::string pub = (dir / "pub.pem").string();
 
   // Intact: the checks pass, and what stops the open here is the missing GPU.
-  Options options{.keys = {pub}, .require_signature = true};
+  Options options;
+  options.keys = {pub};
+  options.require_signature = true;
   auto intact = Model::open(bundle.string(), options);
   if (!gpu_here()) {
     REQUIRE(!intact.ok());
@@ -155,7 +157,8 @@ TEST_CASE("robot: a bundle whose weights changed after signing is refused with v
     CHECK_MESSAGE(contains(intact.error().message, "GPU"), intact.error().message);
   }
   // The key as PEM text, not a path: the same.
-  Options as_text{.keys = {read_text(pub)}, .require_signature = true};
+  Options as_text = options;
+  as_text.keys = {read_text(pub)};
   auto from_text = Model::open(bundle.string(), as_text);
   if (!gpu_here()) CHECK_MESSAGE(contains(from_text.error().message, "GPU"), from_text.error().message);
 
@@ -189,7 +192,8 @@ TEST_CASE("robot: a bundle whose weights changed after signing is refused with v
     auto refused = Model::open(bundle.string(), options);
     REQUIRE(!refused.ok());
     CHECK_MESSAGE(contains(refused.error().message, "not signed"), refused.error().message);
-    Options no_key{.require_signature = true};
+    Options no_key;
+    no_key.require_signature = true;
     auto unchecked = Model::open(bundle.string(), no_key);
     REQUIRE(!unchecked.ok());
     CHECK_MESSAGE(contains(unchecked.error().message, "--require-signature requires"), unchecked.error().message);
@@ -205,7 +209,8 @@ TEST_CASE("robot: a bundle whose weights changed after signing is refused with v
     CHECK_MESSAGE(contains(refused.error().message, "the file changed after signing"), refused.error().message);
   }
   SUBCASE("a key that is no key") {
-    Options bad{.keys = {(dir / "missing.pem").string()}};
+    Options bad;
+    bad.keys = {(dir / "missing.pem").string()};
     auto refused = Model::open(bundle.string(), bad);
     REQUIRE(!refused.ok());
     CHECK_MESSAGE(contains(refused.error().message, "missing.pem"), refused.error().message);
@@ -220,10 +225,13 @@ TEST_CASE("robot: opening one part checks that part only; another part's change 
   make_bundle(bundle, true);
   sign(bundle, dir / "key.pem");
   flip_byte(bundle / "other.ptd", 4096);
-  Options encoder{.part = "encoder", .keys = {(dir / "pub.pem").string()}};
+  Options encoder;
+  encoder.part = "encoder";
+  encoder.keys = {(dir / "pub.pem").string()};
   auto opened = Model::open(bundle.string(), encoder);
   if (!gpu_here()) CHECK_MESSAGE(!contains(opened.error().message, "other.ptd"), opened.error().message);
-  Options other{.part = "other", .keys = {(dir / "pub.pem").string()}};
+  Options other = encoder;
+  other.part = "other";
   auto refused = Model::open(bundle.string(), other);
   REQUIRE(!refused.ok());
   CHECK_MESSAGE(contains(refused.error().message, "other.ptd: SHA-256 is "), refused.error().message);
@@ -268,7 +276,9 @@ TEST_CASE("robot: Bundle::open lists parts, methods, dtypes and shapes with no G
   REQUIRE(unchecked.ok());
   CHECK(unchecked->signature().state == SignatureState::Unchecked);
   CHECK(unchecked->signature().key_fingerprint.size() == 64);
-  auto verified = Bundle::open(bundle.string(), {.keys = {(dir / "pub.pem").string()}});
+  Options with_key;
+  with_key.keys = {(dir / "pub.pem").string()};
+  auto verified = Bundle::open(bundle.string(), with_key);
   REQUIRE_MESSAGE(verified.ok(), verified.error().message);
   CHECK(verified->signature().state == SignatureState::Verified);
   CHECK(contains(verified->signature().key, "pub.pem"));
@@ -306,8 +316,8 @@ TEST_CASE("robot: a moved-from Model answers every call with an error [gpu]") {
   CHECK(model->graphs().why_not.find("moved from") != std::string::npos);
   // A host call with outputs the program owns, and a stream refused with host memory.
   std::vector<float> image(1 * 3 * 32 * 32, 0.5f), features(32);
-  TensorView in{image.data(), DType::Float32, {1, 3, 32, 32}, {}, Memory::Host};
-  TensorView out{features.data(), DType::Float32, {1, 32}, {}, Memory::Host};
+  TensorView in{image.data(), DType::Float32, {1, 3, 32, 32}, {}, Memory::Host, 0, 0};
+  TensorView out{features.data(), DType::Float32, {1, 32}, {}, Memory::Host, 0, 0};
   auto status = moved.run(std::span(&in, 1), std::span(&out, 1));
   CHECK_MESSAGE(status.ok(), status.error().message);
   int not_a_stream = 0;

@@ -7,7 +7,10 @@
 //   find_package(ptbundle REQUIRED)
 //   target_link_libraries(robot PRIVATE ptbundle::ptbundle)
 //
-//   ptb::robot::Options options{.part = "policy", .keys = {"/etc/robot/bundle.pub"}, .require_signature = true};
+//   ptb::robot::Options options;
+//   options.part = "policy";
+//   options.keys = {"/etc/robot/bundle.pub"};
+//   options.require_signature = true;
 //   auto model = ptb::robot::Model::open("bundle/", options);
 //   if (!model.ok()) { fprintf(stderr, "%s\n", model.error().message.c_str()); ... }
 //   auto outputs = model->run({input});
@@ -37,8 +40,7 @@
 // from then on (both provide the same aoti_torch_* symbols, loaded
 // globally): after LibTorch, link_libtorch=False libraries run under
 // LibTorch; after the built-in runtime, a library that needs LibTorch is
-// refused with that reason. Models are never unloaded from a runtime's
-// symbols; a Model's GPU memory is freed when it is destroyed.
+// refused with that reason.
 #pragma once
 
 #include <cstddef>
