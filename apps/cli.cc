@@ -31,6 +31,11 @@ Option& Option::shown_default(const std::string& text) {
   return *this;
 }
 
+Option& Option::one_per_use() {
+  option_->allow_extra_args(false);
+  return *this;
+}
+
 Option CommandLine::option(const std::string& names, std::string& into, const std::string& help) {
   return Option(app_->add_option(names, into, help));
 }

@@ -26,6 +26,9 @@ class Option {
   Option& non_negative();
   // The default --help shows (the variable already holds it).
   Option& shown_default(const std::string& text);
+  // A repeatable option takes one value each time it is given, so that
+  // "--key a.pem REF" leaves REF to the positional argument.
+  Option& one_per_use();
 
  private:
   CLI::Option* option_;

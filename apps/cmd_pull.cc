@@ -129,7 +129,8 @@ Command add_pull(Cli& cli) {
   command.option("-o,--output", args->output, "The bundle folder to write (created if missing)").required();
   command.option("--part", args->part, "Fetch only this part's files (with bundle.json and the signature)");
   command.option("--key", args->keys,
-                 "Public key (PEM) the bundle must be signed with (repeatable; any one of them), checked before placing");
+                 "Public key (PEM) the bundle must be signed with (repeatable; any one of them), checked before placing")
+      .one_per_use();
   command.option("--keys-dir", args->keys_dir, "Folder of public keys (*.pem, *.pub), as --key for each");
   command.flag("--require-signature", args->require_signature,
                "Refuse a bundle whose signature was not checked (unsigned, or no --key/--keys-dir given)");

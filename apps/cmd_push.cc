@@ -81,12 +81,14 @@ Command add_push(Cli& cli) {
   command.option("REF", args->reference, "registry[:port]/repository[:tag] (tag default: latest), or @sha256:DIGEST")
       .required();
   command.option("--key", args->keys,
-                 "Public key (PEM) the bundle must be signed with (repeatable; any one of them), checked before pushing");
+                 "Public key (PEM) the bundle must be signed with (repeatable; any one of them), checked before pushing")
+      .one_per_use();
   command.option("--keys-dir", args->keys_dir, "Folder of public keys (*.pem, *.pub), as --key for each");
   command.flag("--require-signature", args->require_signature,
                "Refuse a bundle whose signature was not checked (unsigned, or no --key/--keys-dir given)");
   command.option("--mount-from", args->mount_from,
-                 "Repository of the same registry to mount blobs from instead of uploading them (repeatable)");
+                 "Repository of the same registry to mount blobs from instead of uploading them (repeatable)")
+      .one_per_use();
   command.option("--chunk-size", args->chunk_mib, "Blobs larger than this many MiB go up in chunks of it (default 64)");
   command.flag("--plain-http", args->plain_http,
                "Allow plain HTTP to a registry that is not on this machine (localhost and 127.0.0.1 always may)");

@@ -3,7 +3,9 @@
 // files to and from the same registry in the same run:
 //   skopeo copy   an OCI layout holding the bundle's files as its blobs, copied
 //                 to a fresh repository (push), and from it to a fresh layout
-//                 (pull): a real registry client doing the same work
+//                 (pull): a real registry client doing the same work (into a
+//                 registry of its own each run, so that its blob-info cache
+//                 cannot turn the upload into a mount)
 //   curl          each file as one monolithic upload (POST, then PUT
 //                 ?digest=), and each blob fetched with GET: the bytes moved
 //                 with no client logic at all
@@ -212,14 +214,21 @@ int main(int argc, char** argv) {
     const std::string r = std::to_string(run);
     last_ptb_repo = "bench/ptb" + r;
     ptb_push.push_back(run_seconds({options.cli, "push", "-q", bundle.string(), host + "/" + last_ptb_repo + ":1"}, &push_kib));
-    skopeo_push.push_back(run_seconds({"skopeo", "copy", "-q", "--dest-tls-verify=false", "oci:" + (work / "layout").string() + ":1",
-                                       "docker://" + host + "/bench/skopeo" + r + ":1"}));
+    // skopeo remembers where it pushed each blob (its blob-info cache, per
+    // registry host) and mounts it from there: a registry of its own each run
+    // makes it send the bytes.
+    Registry own;
+    fs::create_directories(work / ("skopeo-registry" + r));
+    start_registry(own, work / ("skopeo-registry" + r));
+    const std::string skopeo_host = "127.0.0.1:" + std::to_string(own.port);
+    skopeo_push.push_back(run_seconds({"skopeo", "copy", "-q", "--dest-tls-verify=false",
+                                       "oci:" + (work / "layout").string() + ":1", "docker://" + skopeo_host + "/bench/skopeo:1"}));
     curl_up.push_back(curl_push(base, "bench/curl" + r, bundle, files));
     repush.push_back(run_seconds({options.cli, "push", "-q", bundle.string(), host + "/" + last_ptb_repo + ":1"}));
 
     const fs::path pulled = work / ("pulled" + r), layout_out = work / ("layout_out" + r), curl_out = work / ("curl_out" + r);
     ptb_pull.push_back(run_seconds({options.cli, "pull", "-q", "--gpu", "none", host + "/" + last_ptb_repo + ":1", "-o", pulled.string()}, &pull_kib));
-    skopeo_pull.push_back(run_seconds({"skopeo", "copy", "-q", "--src-tls-verify=false", "docker://" + host + "/bench/skopeo" + r + ":1",
+    skopeo_pull.push_back(run_seconds({"skopeo", "copy", "-q", "--src-tls-verify=false", "docker://" + skopeo_host + "/bench/skopeo:1",
                                        "oci:" + layout_out.string() + ":1"}));
     curl_down.push_back(curl_pull(base, last_ptb_repo, curl_out, files));
     std::error_code ec;

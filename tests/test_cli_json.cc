@@ -59,7 +59,8 @@ TEST_CASE("cli --json: a bad command line gives one error document for every com
   };
   for (const Case& c : {Case{"export", "--json --part x=a.pte"}, Case{"merge", "--json --no-such-flag"},
                         Case{"verify", "--json"}, Case{"inspect", "--json --no-such-flag x.pte"},
-                        Case{"run", "--json --iterations many x"}, Case{"gpus", "--json --no-such-flag"}}) {
+                        Case{"run", "--json --iterations many x"}, Case{"gpus", "--json --no-such-flag"},
+                        Case{"push", "--json --chunk-size lots b r.io/x:1"}, Case{"pull", "--json r.io/x:1"}}) {
     CAPTURE(c.command);
     auto result = run_cli(std::string(c.command) + " " + c.args);
     check_error_document(result, c.command, c.command, 2, "usage");

@@ -88,8 +88,9 @@ Result<PushReport> push_bundle(const PushOptions& options) {
       sources.push_back(std::move(s));
     }
   }
-  if (signature.file) {
-    PTB_TRY(Source s, small_file(dir, *signature.file));
+  // The signature verify checked (bundle.sig where present).
+  if (auto name = signature_to_check(dir)) {
+    PTB_TRY(Source s, small_file(dir, *name));
     sources.push_back(std::move(s));
   }
 

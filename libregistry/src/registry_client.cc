@@ -337,7 +337,7 @@ Result<FetchedManifest> RegistryClient::get_manifest(const std::string& name, ui
   PTB_TRY(auto response, send(request));
   if (response.status != 200) {
     if (is_redirect(response.status))
-      return invalid(ref_.registry + ": GET " + request.url.substr(base_.size()) +
+      return invalid(ref_.registry + ": GET " + request.url +
                      ": redirected; a manifest must come from the registry itself");
     return status_error(request, response);
   }
