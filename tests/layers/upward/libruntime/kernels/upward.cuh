@@ -4,3 +4,4 @@
 
 #include "engines/tensor.h"
 #include "kernels.h"
+#include "../engines/gemm.h"
