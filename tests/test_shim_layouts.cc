@@ -760,7 +760,7 @@ void run_cases(const char* family, int default_count, const std::function<Outcom
 
 }  // namespace
 
-TEST_CASE("gpu: GEMM shims on drawn layouts, dtypes and scalars match a float64 reference") {
+TEST_CASE("GPU shim layouts: GEMM shims on drawn layouts, dtypes and scalars match a float64 reference") {
   if (std::string missing = layouts_missing(); !missing.empty()) {
     test::skip(missing);
     return;
@@ -774,7 +774,7 @@ TEST_CASE("gpu: GEMM shims on drawn layouts, dtypes and scalars match a float64 
 // relative to the sequence's (ATen's _reinterpret_tensor adds them). Read
 // as an absolute offset, every step multiplied the hidden state of the step
 // before it.
-TEST_CASE("gpu: GEMM shims: an LSTM step's hidden state, a view of a view of the sequence buffer") {
+TEST_CASE("GPU shim layouts: GEMM shims: an LSTM step's hidden state, a view of a view of the sequence buffer") {
   if (std::string missing = layouts_missing(); !missing.empty()) {
     test::skip(missing);
     return;
@@ -824,7 +824,7 @@ TEST_CASE("gpu: GEMM shims: an LSTM step's hidden state, a view of a view of the
   }
 }
 
-TEST_CASE("gpu: convolution shim on drawn layouts, groups, strides and dilations matches a float64 reference") {
+TEST_CASE("GPU shim layouts: convolution shim on drawn layouts, groups, strides and dilations matches a float64 reference") {
   if (std::string missing = layouts_missing(); !missing.empty()) {
     test::skip(missing);
     return;
@@ -832,12 +832,28 @@ TEST_CASE("gpu: convolution shim on drawn layouts, groups, strides and dilations
   run_cases("convolution", 300, drawn_convolution);
 }
 
-TEST_CASE("gpu: attention shims on drawn layouts, masks and scales match a float64 reference") {
+TEST_CASE("GPU shim layouts: attention shims on drawn layouts, masks and scales match a float64 reference") {
   if (std::string missing = layouts_missing(); !missing.empty()) {
     test::skip(missing);
     return;
   }
   run_cases("attention", 200, drawn_attention);
+}
+
+#else  // !PTB_TEST_SHIM_CORE
+
+// Without the CUDA toolkit the shims are not built: each case says so.
+TEST_CASE("GPU shim layouts: GEMM shims on drawn layouts, dtypes and scalars match a float64 reference") {
+  ptb::test::skip("built without the built-in runtime (no CUDA toolkit at configure time)");
+}
+TEST_CASE("GPU shim layouts: GEMM shims: an LSTM step's hidden state, a view of a view of the sequence buffer") {
+  ptb::test::skip("built without the built-in runtime (no CUDA toolkit at configure time)");
+}
+TEST_CASE("GPU shim layouts: convolution shim on drawn layouts, groups, strides and dilations matches a float64 reference") {
+  ptb::test::skip("built without the built-in runtime (no CUDA toolkit at configure time)");
+}
+TEST_CASE("GPU shim layouts: attention shims on drawn layouts, masks and scales match a float64 reference") {
+  ptb::test::skip("built without the built-in runtime (no CUDA toolkit at configure time)");
 }
 
 #endif  // PTB_TEST_SHIM_CORE

@@ -10,9 +10,10 @@
 # Patterns may not contain commas: doctest splits its filters there.
 
 # Test case names, by tier.
-set(PTB_GPU_CASES "run on GPU*" "GPU check*" "verify on the GPU*" "GPU shim reference*")
+set(PTB_GPU_CASES "run on GPU*" "GPU check*" "verify on the GPU*" "GPU shim reference*" "GPU shim layouts*")
 set(PTB_RACE_CASES "hostile: two exports racing*" "hostile: a signal*at a random moment*"
-  "hostile: a bundle file cut short at a random moment*" "hostile: readers wait for a writer*")
+  "hostile: a bundle file cut short at a random moment*" "hostile: readers wait for a writer*"
+  "merge pair: a kill at any moment*" "rewritten in place:*" "locks: two signs at once*")
 set(PTB_SLOW_CASES "corrupt: every prefix*" "corrupt: flipped bytes*" "hostile: verify is linear*"
   "hostile: a zip bomb*" "sign: large files*")
 # Source files whose cases read the fixtures.
@@ -20,7 +21,8 @@ set(PTB_FIXTURE_FILES test_aoti_imports.cc test_bpte.cc test_bundle_open.cc test
   test_cuda_payload.cc test_elf_imports.cc test_export.cc test_gpus.cc test_hostile.cc test_inspect.cc
   test_kernels.cc test_merge.cc test_npy.cc test_program_data.cc test_pt2.cc test_ptd.cc test_pte.cc
   test_run.cc test_run_example.cc test_run_weights.cc test_samplers.cc test_sign.cc test_tolerance.cc
-  test_verify.cc test_weightless.cc test_writers.cc)
+  test_verify.cc test_weightless.cc test_writers.cc test_default_packages.cc test_checked_inputs.cc
+  test_merge_pair.cc test_rewritten_in_place.cc)
 
 list(JOIN PTB_GPU_CASES "," gpu_cases)
 list(JOIN PTB_RACE_CASES "," race_cases)

@@ -388,7 +388,7 @@ MODELS = {
     "nonzero": (Nonzero, [("uniform", (32, 16))], "exact", ("et",), {}),
     "item": (ItemNarrow, [_f(32, 8), ("value", 5)], "exact", ("et",), {}),
     "random": (Random, [_f(64, 64)], "sampler", ("et",), {}),
-    "lstm": (LstmPolicy, [_f(32, 4, 64)], "exact", ("et", "aten", "default"), {}),
+    "lstm": (LstmPolicy, [_f(32, 4, 64)], "exact", ("et", "aten", "default", "pytorch", "pytorch_nolibtorch"), {}),
     "mlp_head": (lambda: Mlp([64, 256, 256, 14]), [_f(16, 64)], "exact", ("et", "aten", "default", "pytorch", "pytorch_nolibtorch"), {}),
 }
 
