@@ -167,10 +167,10 @@ Result<SignReport> sign_bundle(const SignOptions& options) {
   {
     PTB_TRY(AtomicOutput out, AtomicOutput::create_in(bundle, options.output_name));
     PTB_CHECK(out.write(Bytes(reinterpret_cast<const uint8_t*>(json.data()), json.size())));
-    test_kill_point("sign-rename");
     // In place, the signature is the command's result: a signal held back
     // during the rename no longer fails it.
     DeferInterrupts defer;
+    test_kill_point("sign-rename");
     PTB_CHECK(out.commit());
     defer.committed();
   }
