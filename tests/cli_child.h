@@ -63,7 +63,10 @@ class CliChild {
       }
       ::signal(SIGXFSZ, SIG_DFL);  // as a shell leaves it
       std::vector<char*> argv;
-      std::string program = PTB_CLI_PATH;
+      // A PTB_TEST_ variable asks for a seam: the CLI built with them.
+      bool seamed = false;
+      for (const auto& entry : options.env) seamed = seamed || entry.first.starts_with("PTB_TEST_");
+      std::string program = seamed ? PTB_SEAMED_CLI_PATH : PTB_CLI_PATH;
       argv.push_back(program.data());
       std::vector<std::string> copy = args;
       for (auto& arg : copy) argv.push_back(arg.data());

@@ -54,7 +54,8 @@ Ended run_cli(const std::vector<std::string>& args, const std::string& stop_at =
       ::setenv("PTB_TEST_KILL_SIGNAL", "STOP", 1);
     }
     std::vector<std::string> copy = args;
-    std::string program = PTB_CLI_PATH;
+    // The stop is a test seam: the CLI built with them.
+    std::string program = stop_at.empty() ? PTB_CLI_PATH : PTB_SEAMED_CLI_PATH;
     std::vector<char*> argv{program.data()};
     for (auto& arg : copy) argv.push_back(arg.data());
     argv.push_back(nullptr);

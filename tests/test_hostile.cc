@@ -340,7 +340,8 @@ TEST_CASE("hostile: two exports racing into one bundle keep both parts") {
   auto blocked = run(export_args(bundle, "second"), {{"PTBUNDLE_LOCK_WAIT", "1"}});
   ::close(fd);
   CHECK(blocked.exit_code == 3);
-  CHECK(contains(blocked.err, "another ptbundle process is changing this bundle"));
+  CHECK(contains(blocked.err, "another process is changing this bundle"));
+  CHECK(contains(blocked.err, "held by pid " + std::to_string(::getpid())));
 }
 
 TEST_CASE("hostile: an export killed at each step leaves the previous bundle verifying, and the next export cleans up") {

@@ -218,7 +218,7 @@ TEST_CASE("inspect: a library's runtime needs: LibTorch, or the built-in runtime
   // ExecuTorch's CUDA export: link_libtorch=False, every GEMM in Triton.
   json doc = inspect_json(quote(fixture("cuda/sm90/model.pte")));
   const std::string text = doc.dump();
-  CHECK(contains(text, R"("runtime":{"calls":[],"dynamic_dims":[],"lacks":[],"libtorch":[]})"));  // keys sorted by json
+  CHECK(contains(text, R"("runtime":{"calls":[],"dynamic_dims":[],"lacks":[],"libtorch":[],"needs":"built-in"})"));  // keys sorted by json
   auto plain = run_cli("inspect " + quote(fixture("cuda/sm90/model.pte")));
   CHECK(contains(plain.out, "Runtime: built-in, tensor bookkeeping only"));
   auto linked = run_cli("inspect " + quote(fixture("aoti/mlp_et.pt2")));

@@ -263,7 +263,9 @@ TEST_CASE("pt2: a package without a root folder, with two models and external we
   const Pt2Model* b = package->find_model("b");
   REQUIRE(b);
   CHECK(b->wrapper_library == "data/aotinductor/b/k.so");
-  CHECK(b->kernel_binaries == std::vector<std::string>{"data/aotinductor/b/k.fatbin", "data/aotinductor/b/k.ptx"});
+  // Kernel files in subfolders are kept, so that the name check refuses them.
+  CHECK(b->kernel_binaries == std::vector<std::string>{"data/aotinductor/b/k.fatbin", "data/aotinductor/b/k.ptx",
+                                                       "data/aotinductor/b/sub/nested.cubin"});
   CHECK_FALSE(b->metadata_entry.has_value());
   CHECK(b->metadata.empty());
 }

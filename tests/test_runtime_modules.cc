@@ -63,7 +63,7 @@ TEST_CASE("runtime modules: searched beside the program and in its ../lib/ptbund
         folders.end());
   for (const std::string& folder : folders) {
     CAPTURE(folder);
-    CHECK(fs::path(folder).parent_path().parent_path() == self.parent_path().parent_path());
+    CHECK(folder.rfind(self.parent_path().parent_path().string(), 0) == 0);  // under the build folder
   }
   ::setenv("PTBUNDLE_RUNTIME_DIR", "/somewhere/else", 1);
   CHECK(detail::runtime_module_folders() == std::vector<std::string>{"/somewhere/else"});

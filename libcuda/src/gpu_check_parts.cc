@@ -200,8 +200,14 @@ void check_recorded_targets(const VerifySubject& subject, const std::vector<Cuda
     // The part records the targets of all its programs; this one holds its own.
     std::set<std::string> recorded;
     for (const KernelTarget& target : subject.manifest->cuda->kernel_targets) recorded.insert(target.target + " " + target.kind);
+    // The program's target names its GPU (sm_90); its cubins may be the
+    // architecture-specific kind of that GPU (sm_90a, as Inductor's kernel
+    // files are).
     const bool own = std::any_of(found.begin(), found.end(), [&](const std::string& name) {
-      return name.substr(0, name.find(' ')) == *subject.target;
+      std::string target = name.substr(0, name.find(' '));
+      if (target == *subject.target) return true;
+      if (!target.empty() && (target.back() == 'a' || target.back() == 'f')) target.pop_back();
+      return target == *subject.target;
     });
     const bool listed = std::all_of(found.begin(), found.end(), [&](const std::string& name) { return recorded.count(name) > 0; });
     if (!own || !listed) {

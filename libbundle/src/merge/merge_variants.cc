@@ -113,11 +113,19 @@ Result<Chosen> fallback_from_option(const Export& reference, const Export& fallb
 
 Result<const LibraryKernels*> LibraryScanCache::get(const std::string& key, Bytes library, const std::string& name,
                                                     const PteFile* program) {
-  auto found = cache_.find(key);
+  // A library's key names its bytes, not its kernel files': two programs
+  // may hold the same library beside kernel files for different GPUs, so
+  // the scan is cached under the key only for a library without any.
+  std::vector<KernelFile> files;
+  if (program) {
+    PTB_TRY(files, kernel_files_of(*program, key));
+  }
+  std::string cache_key = key;
+  if (!files.empty()) cache_key += "\n" + std::to_string(reinterpret_cast<uintptr_t>(program));
+  auto found = cache_.find(cache_key);
   if (found != cache_.end()) return &found->second;
   PTB_TRY(auto images, scan_kernels(library, name));
   if (program) {
-    PTB_TRY(const std::vector<KernelFile> files, kernel_files_of(*program, key));
     for (const KernelFile& file : files) {
       PTB_TRY(auto more, scan_kernels(program->named_data_bytes(*file.entry), name + ": kernel file " + in_quotes(file.name)));
       images.insert(images.end(), more.begin(), more.end());
@@ -130,7 +138,7 @@ Result<const LibraryKernels*> LibraryScanCache::get(const std::string& key, Byte
   }
   std::sort(kernels.cubin_sms.begin(), kernels.cubin_sms.end());
   std::sort(kernels.ptx_sms.begin(), kernels.ptx_sms.end());
-  return &cache_.emplace(key, std::move(kernels)).first->second;
+  return &cache_.emplace(cache_key, std::move(kernels)).first->second;
 }
 
 Result<DelegateVariants> select_variants(const std::vector<Export>& regular, const Export* fallback,
