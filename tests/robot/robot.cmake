@@ -10,20 +10,27 @@ target_compile_definitions(ptbundle_robot_tests PRIVATE
   PTB_CLI_PATH="$<TARGET_FILE:ptbundle>")
 add_dependencies(ptbundle_robot_tests ptbundle)
 add_test(NAME ptbundle_robot_tests COMMAND ptbundle_robot_tests WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(ptbundle_robot_tests PROPERTIES LABELS fixtures)
 
 # The C example, built from this tree as CI builds it against the installed package.
 add_executable(ptbundle_c_example ${PROJECT_SOURCE_DIR}/examples/c/robot.c)
 target_link_libraries(ptbundle_c_example PRIVATE ptbundle::ptbundle)
 set_target_properties(ptbundle_c_example PROPERTIES LINKER_LANGUAGE C)
 add_test(NAME ptbundle_c_example_usage COMMAND ptbundle_c_example)
-set_tests_properties(ptbundle_c_example_usage PROPERTIES WILL_FAIL TRUE)
+set_tests_properties(ptbundle_c_example_usage PROPERTIES WILL_FAIL TRUE LABELS unit)
 
+# Debian's interpreter where there is one: scripts/install-deps --test gives
+# it NumPy, which another python3 first on PATH may lack.
+if(NOT Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
+  set(Python3_EXECUTABLE /usr/bin/python3)
+endif()
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND)
   add_test(NAME ptbundle_python COMMAND ${Python3_EXECUTABLE} -m unittest -v tests/python/test_ptbundle.py
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(ptbundle_python PROPERTIES ENVIRONMENT
     "PTBUNDLE_LIBRARY=$<TARGET_FILE:ptbundle_robot>;PTBUNDLE_CLI=$<TARGET_FILE:ptbundle>;PYTHONPATH=${PROJECT_SOURCE_DIR}/python")
+  set_tests_properties(ptbundle_python PROPERTIES LABELS unit)
 endif()
 if(Python3_FOUND)
   # The GPU tier's: skips (and passes) without PyTorch and a CUDA GPU.
@@ -31,4 +38,5 @@ if(Python3_FOUND)
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(ptbundle_python_gpu PROPERTIES ENVIRONMENT
     "PTBUNDLE_LIBRARY=$<TARGET_FILE:ptbundle_robot>;PTBUNDLE_CLI=$<TARGET_FILE:ptbundle>;PYTHONPATH=${PROJECT_SOURCE_DIR}/python")
+  set_tests_properties(ptbundle_python_gpu PROPERTIES LABELS gpu)
 endif()
