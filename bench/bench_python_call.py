@@ -66,7 +66,10 @@ def main():
 
     folder = pathlib.Path(tempfile.mkdtemp(prefix="ptb-bench-python-"))
     bundle = folder / "bundle"
-    made = subprocess.run([ptbundle._cli(), "export", "-o", str(bundle), "--part", "part=" + args.pt2],
+    # A .pt2 part needs an example; its inputs are the call's, its outputs
+    # are left for the wrapper source to state (nothing after ':').
+    made = subprocess.run([ptbundle._cli(), "export", "-o", str(bundle), "--part", "part=" + args.pt2,
+                           "--example", "part=" + ",".join(inputs) + ":"],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     if made.returncode != 0:
         print(made.stdout.decode())

@@ -798,6 +798,9 @@ namespace {
 // Why test cases cannot be reproduced here, or "" when they can.
 std::string reproduction_missing() {
   if (!kRunnerBuilt) return runner_unavailable_reason();
+  // The parts come from mlp_et.pt2, whose library links LibTorch: only the
+  // LibTorch runtime runs it (the built-in one refuses it by name).
+  if (!kLibTorchRunnerBuilt) return "built without the LibTorch runtime, which mlp_et.pt2's library needs";
   GpuReport gpus = discover_gpus();
   if (gpus.gpus.empty()) return "no CUDA GPU: " + gpus.reason;
   return "";
