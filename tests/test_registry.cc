@@ -454,9 +454,9 @@ TEST_CASE("registry: a hostile registry is refused without writing outside DIR")
   make_bundle(bundle);
   TempDir config;
   ScopedEnv docker_config("DOCKER_CONFIG", config.path().string());
-  ScopedEnv low_speed("PTB_REGISTRY_LOW_SPEED_TIME", "2");
-  ScopedEnv backoff("PTB_REGISTRY_BACKOFF_MS", "20");
-  ScopedEnv retries("PTB_REGISTRY_RETRIES", "3");
+  ScopedEnv low_speed("PTBUNDLE_REGISTRY_STALL_SECONDS", "2");
+  ScopedEnv backoff("PTBUNDLE_REGISTRY_BACKOFF_MS", "20");
+  ScopedEnv retries("PTBUNDLE_REGISTRY_RETRIES", "3");
   struct Case {
     const char* mode;
     const char* expected;  // in the error; empty: the pull succeeds

@@ -127,7 +127,7 @@ bool retryable_code(CURLcode code) {
 
 HttpLimits http_limits_from_environment() {
   HttpLimits limits;
-  if (const char* text = std::getenv("PTB_REGISTRY_LOW_SPEED_TIME")) {
+  if (const char* text = std::getenv("PTBUNDLE_REGISTRY_STALL_SECONDS")) {
     char* end = nullptr;
     const long seconds = std::strtol(text, &end, 10);
     if (end != text && *end == 0 && seconds >= 1 && seconds <= 3600) limits.low_speed_time_s = seconds;
@@ -219,7 +219,7 @@ bool HttpConnection::perform(const HttpRequest& request, const HttpLimits& limit
     } else if (code == CURLE_OPERATION_TIMEDOUT) {
       failure = {io_error(what + ": the transfer stalled (under " + std::to_string(limits.low_speed_bytes) +
                           " bytes/s for " + std::to_string(limits.low_speed_time_s) +
-                          " s, PTB_REGISTRY_LOW_SPEED_TIME) or the connection timed out"),
+                          " s, PTBUNDLE_REGISTRY_STALL_SECONDS) or the connection timed out"),
                  true};
     } else {
       failure = {io_error(what + ": " + curl_easy_strerror(code)), retryable_code(code)};

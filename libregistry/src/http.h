@@ -21,7 +21,7 @@ namespace ptb::detail {
 struct HttpLimits {
   long connect_timeout_s = 30;
   // A transfer slower than low_speed_bytes per second for low_speed_time_s
-  // seconds is abandoned: $PTB_REGISTRY_LOW_SPEED_TIME sets the time.
+  // seconds is abandoned: $PTBUNDLE_REGISTRY_STALL_SECONDS sets the time.
   long low_speed_bytes = 1024;
   long low_speed_time_s = 30;
 };

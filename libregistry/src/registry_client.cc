@@ -98,8 +98,8 @@ Result<RegistryClient> RegistryClient::open(const Reference& ref, const Registry
   client.authority_ = url_authority(client.base_);
   client.connection_ = std::make_unique<HttpConnection>();
   client.limits_ = http_limits_from_environment();
-  client.retries_ = env_int("PTB_REGISTRY_RETRIES", 4, 0, 20);
-  client.backoff_ms_ = env_int("PTB_REGISTRY_BACKOFF_MS", 500, 0, 60000);
+  client.retries_ = env_int("PTBUNDLE_REGISTRY_RETRIES", 4, 0, 20);
+  client.backoff_ms_ = env_int("PTBUNDLE_REGISTRY_BACKOFF_MS", 500, 0, 60000);
   return client;
 }
 

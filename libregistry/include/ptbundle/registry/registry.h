@@ -12,9 +12,9 @@
 //    normal); the digest of what arrives is checked all the same. Any other
 //    request that is redirected fails.
 //  - 429 and 5xx answers, refused connections and stalls are retried up to
-//    $PTB_REGISTRY_RETRIES times (default 4) with doubling waits from
-//    $PTB_REGISTRY_BACKOFF_MS (default 500 ms; a Retry-After of at most 30 s
-//    is honoured). A transfer under 1 KiB/s for $PTB_REGISTRY_LOW_SPEED_TIME
+//    $PTBUNDLE_REGISTRY_RETRIES times (default 4) with doubling waits from
+//    $PTBUNDLE_REGISTRY_BACKOFF_MS (default 500 ms; a Retry-After of at most 30 s
+//    is honoured). A transfer under 1 KiB/s for $PTBUNDLE_REGISTRY_STALL_SECONDS
 //    seconds (default 30) is a stall.
 //  - The Distribution API's errors ({"errors": [{"code", "message"}]}) are
 //    shown one after another in the error line, each "CODE: message".
