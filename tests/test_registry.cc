@@ -365,7 +365,8 @@ TEST_CASE("registry: a re-push uploads nothing, and a changed part re-pushes onl
   auto mounted = run_cli("push --json --mount-from fleet/m " + quote(bundle) + " " + registry.host() + "/fleet/other:1");
   REQUIRE_MESSAGE(mounted.exit_code == 0, mounted.err);
   // Every file is mounted; the config names the repository, so it is new.
-  for (const auto& blob : json_of(mounted.out)["blobs"])
+  const auto mounted_report = json_of(mounted.out);  // kept: the loop reads into it
+  for (const auto& blob : mounted_report["blobs"])
     CHECK_MESSAGE(blob["action"] == (blob["path"] == "(config)" ? "uploaded" : "mounted"), blob.dump());
 
   // Chunked: blobs over 1 MiB go up in 1-MiB PATCHes, and pull back whole.
