@@ -34,7 +34,8 @@ namespace {
 // Why these tests cannot run here, or "".
 std::string layouts_missing() { return test::cli_builtin_gpu_missing(); }
 
-size_t element_size(int32_t dtype) { return dtype == ScalarType::Double ? 8 : dtype == ScalarType::Float ? 4 : 2; }
+// The drawn dtypes' sizes, from the one table (base/dtype.h).
+size_t element_size(int32_t dtype) { return static_cast<size_t>(scalar_type_size(dtype).value_or(0)); }
 
 std::string dtype_name(int32_t dtype) { return scalar_type_name(dtype); }
 
