@@ -82,12 +82,23 @@ class CliChild {
   }
   pid_t pid() const { return pid_; }
 
+  // For a child started with PTB_TEST_KILL_AT=<point> and
+  // PTB_TEST_KILL_SIGNAL=STOP: waits until it stops there (true) or ends
+  // without reaching it (false; wait() then reports how it ended).
+  bool wait_stopped() {
+    int status = 0;
+    if (::waitpid(pid_, &status, WUNTRACED) != pid_) return false;
+    if (WIFSTOPPED(status)) return true;
+    ended_ = status;
+    return false;
+  }
+
   ChildResult wait() {
     ChildResult child;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_);
-    int status = 0;
+    int status = ended_.value_or(0);
     rusage usage{};
-    for (;;) {
+    for (; !ended_;) {
       pid_t done = ::wait4(pid_, &status, WNOHANG, &usage);
       if (done == pid_) break;
       if (std::chrono::steady_clock::now() > deadline) {
@@ -110,6 +121,7 @@ class CliChild {
   fs::path out_, err_;
   pid_t pid_ = -1;
   int timeout_ = 120;
+  std::optional<int> ended_;  // its wait status, where wait_stopped reaped it
 };
 
 inline ChildResult run_child(const std::vector<std::string>& args, const ChildOptions& options = {}) {

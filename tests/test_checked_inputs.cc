@@ -19,6 +19,7 @@
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/integrity/checked_part.h"
 #include "ptbundle/signing/folder_digests.h"
+#include "cli_child.h"
 #include "support.h"
 
 using namespace ptb;
@@ -30,50 +31,24 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Ended {
-  int exit_code = -1;
+struct Ended : ptb::test::ChildResult {
   bool stopped = false;  // reached the stop point
-  std::string out, err;
 };
 
 // The CLI with `args`; with `stop_at`, it stops there, `meanwhile` runs,
 // and it goes on.
 Ended run_cli(const std::vector<std::string>& args, const std::string& stop_at = "",
               const std::function<void()>& meanwhile = {}) {
-  TempDir scratch;
-  const fs::path out = scratch / "out", err = scratch / "err";
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    if (!stop_at.empty()) {
-      ::setenv("PTB_TEST_KILL_AT", stop_at.c_str(), 1);
-      ::setenv("PTB_TEST_KILL_SIGNAL", "STOP", 1);
-    }
-    std::vector<std::string> copy = args;
-    // The stop is a test seam: the CLI built with them.
-    std::string program = stop_at.empty() ? PTB_CLI_PATH : PTB_SEAMED_CLI_PATH;
-    std::vector<char*> argv{program.data()};
-    for (auto& arg : copy) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    ::execv(program.c_str(), argv.data());
-    ::_exit(127);
-  }
+  ptb::test::ChildOptions options;
+  if (!stop_at.empty()) options.env = {{"PTB_TEST_KILL_AT", stop_at}, {"PTB_TEST_KILL_SIGNAL", "STOP"}};
+  ptb::test::CliChild child(args, options);
   Ended ended;
-  int status = 0;
-  ::waitpid(pid, &status, WUNTRACED);
-  if (WIFSTOPPED(status)) {
+  if (!stop_at.empty() && child.wait_stopped()) {
     ended.stopped = true;
     if (meanwhile) meanwhile();
-    ::kill(pid, SIGCONT);
-    ::waitpid(pid, &status, 0);
+    ::kill(child.pid(), SIGCONT);
   }
-  ended.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  ended.out = ptb::test::read_text(out);
-  ended.err = ptb::test::read_text(err);
+  static_cast<ptb::test::ChildResult&>(ended) = child.wait();
   return ended;
 }
 

@@ -32,6 +32,7 @@
 #include "ptbundle/base/sha256.h"
 #include "pt2_zip.h"
 #include "race_loop.h"
+#include "cli_child.h"
 #include "support.h"
 #include "ptbundle/bundle/manifest_json.h"
 
@@ -51,89 +52,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Child {
-  int exit_code = -1;   // 128 + signal when killed
-  bool timed_out = false;
-  long peak_rss_kib = 0;
-  std::string out, err;
-};
-
-class Running {
- public:
-  // Starts the ptbundle binary with `args`; `env` is added to the environment.
-  // With a PTB_TEST_ variable in `env`, the CLI built with the test seams.
-  Running(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
-    out_ = scratch_ / "stdout";
-    err_ = scratch_ / "stderr";
-    // Closed by a successful exec: the constructor returns only once the
-    // child is ptbundle, so a signal a race test sends never lands in the
-    // forked copy of this test program (with doctest's signal handlers).
-    int exec_pipe[2];
-    REQUIRE(::pipe2(exec_pipe, O_CLOEXEC) == 0);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::close(exec_pipe[0]);
-      int out = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int err = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int in = ::open("/dev/null", O_RDONLY);
-      ::dup2(out, 1);
-      ::dup2(err, 2);
-      ::dup2(in, 0);
-      for (const auto& [key, value] : env) ::setenv(key.c_str(), value.c_str(), 1);
-      std::vector<char*> argv;
-      // The test seams (PTB_TEST_KILL_AT, PTB_TEST_SHRINK_AFTER_MAP) are read
-      // only by the test build of the CLI (tests/seams/), never by ptbundle.
-      bool seamed = false;
-      for (const auto& entry : env) seamed = seamed || entry.first.starts_with("PTB_TEST_");
-      std::string program = seamed ? PTB_SEAMED_CLI_PATH : PTB_CLI_PATH;
-      argv.push_back(program.data());
-      std::vector<std::string> copy = args;
-      for (auto& arg : copy) argv.push_back(arg.data());
-      argv.push_back(nullptr);
-      ::execv(program.c_str(), argv.data());
-      ::_exit(127);
-    }
-    ::close(exec_pipe[1]);
-    char byte;
-    while (::read(exec_pipe[0], &byte, 1) < 0 && errno == EINTR) {
-    }
-    ::close(exec_pipe[0]);
-  }
-  pid_t pid() const { return pid_; }
-
-  Child wait(int timeout_seconds = 60) {
-    Child child;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
-    int status = 0;
-    rusage usage{};
-    for (;;) {
-      pid_t done = ::wait4(pid_, &status, WNOHANG, &usage);
-      if (done == pid_) break;
-      if (std::chrono::steady_clock::now() > deadline) {
-        child.timed_out = true;
-        ::kill(pid_, SIGKILL);
-        ::wait4(pid_, &status, 0, &usage);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    child.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    child.peak_rss_kib = usage.ru_maxrss;
-    child.out = ptb::test::read_text(out_);
-    child.err = ptb::test::read_text(err_);
-    return child;
-  }
-
- private:
-  TempDir scratch_;
-  fs::path out_, err_;
-  pid_t pid_ = -1;
-};
+using Child = ptb::test::ChildResult;
+using Running = ptb::test::CliChild;
 
 Child run(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}, int timeout = 60) {
-  return Running(args, env).wait(timeout);
+  ptb::test::ChildOptions options;
+  options.env = env;
+  options.timeout_seconds = timeout;
+  return ptb::test::run_child(args, options);
 }
-
 
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
