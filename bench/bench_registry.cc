@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "registry/local_registry.h"
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/bundle/manifest.h"
 #include "ptbundle/formats/ptd.h"
@@ -42,8 +43,17 @@
 namespace fs = std::filesystem;
 using namespace ptb;
 using namespace ptb::bench;
+using ptb::test::LocalRegistry;
 
 namespace {
+
+std::unique_ptr<LocalRegistry> start_registry(const fs::path& dir) {
+  try {
+    return std::make_unique<LocalRegistry>(dir);
+  } catch (const std::exception& error) {
+    fail(error.what());
+  }
+}
 
 void write_source_data(const fs::path& fixtures, const fs::path& out, uint64_t blob_size) {
   std::vector<uint8_t> blob(blob_size);
@@ -59,57 +69,6 @@ void write_source_data(const fs::path& fixtures, const fs::path& out, uint64_t b
     contents.add(entry.key, SegmentSource::file_range(original.file(), entry.file_offset, entry.size), entry.layout);
   contents.add(key, SegmentSource::memory(Bytes(blob.data(), blob.size())), std::nullopt);
   need(write_ptd_file(out.string(), contents));
-}
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) fail("cannot bind a port");
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-bool port_open(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  ::close(fd);
-  return ok;
-}
-
-struct Registry {
-  pid_t pid = -1;
-  int port = 0;
-  ~Registry() {
-    if (pid > 0) {
-      ::kill(pid, SIGTERM);
-      ::waitpid(pid, nullptr, 0);
-    }
-  }
-};
-
-void start_registry(Registry& registry, const fs::path& dir) {
-  registry.port = free_port();
-  std::ofstream(dir / "config.yml") << "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n"
-                                       "storage:\n  filesystem:\n    rootdirectory: "
-                                    << (dir / "storage").string() << "\nhttp:\n  addr: 127.0.0.1:" << registry.port << "\n";
-  registry.pid = ::fork();
-  if (registry.pid == 0) {
-    int null_fd = ::open("/dev/null", O_WRONLY);
-    ::dup2(null_fd, 1);
-    ::dup2(null_fd, 2);
-    ::execlp("docker-registry", "docker-registry", "serve", (dir / "config.yml").c_str(), nullptr);
-    std::_Exit(127);
-  }
-  for (int i = 0; i < 200 && !port_open(registry.port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (!port_open(registry.port)) fail("docker-registry did not start (is it installed? scripts/install-deps --test)");
 }
 
 struct BlobFile {
@@ -201,9 +160,8 @@ int main(int argc, char** argv) {
   uint64_t total = 0;
   for (const auto& f : files) total += f.size;
 
-  Registry registry;
-  start_registry(registry, work);
-  const std::string host = "127.0.0.1:" + std::to_string(registry.port);
+  auto registry = start_registry(work);
+  const std::string host = registry->host();
   const std::string base = "http://" + host;
   write_layout(work / "layout", bundle, files);
 
@@ -217,10 +175,9 @@ int main(int argc, char** argv) {
     // skopeo remembers where it pushed each blob (its blob-info cache, per
     // registry host) and mounts it from there: a registry of its own each run
     // makes it send the bytes.
-    Registry own;
     fs::create_directories(work / ("skopeo-registry" + r));
-    start_registry(own, work / ("skopeo-registry" + r));
-    const std::string skopeo_host = "127.0.0.1:" + std::to_string(own.port);
+    auto own = start_registry(work / ("skopeo-registry" + r));
+    const std::string skopeo_host = own->host();
     skopeo_push.push_back(run_seconds({"skopeo", "copy", "-q", "--dest-tls-verify=false",
                                        "oci:" + (work / "layout").string() + ":1", "docker://" + skopeo_host + "/bench/skopeo:1"}));
     curl_up.push_back(curl_push(base, "bench/curl" + r, bundle, files));

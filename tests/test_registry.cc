@@ -24,6 +24,7 @@
 #include "ptbundle/bundle/transaction.h"
 #include "ptbundle/registry/modelpack.h"
 #include "ptbundle/registry/reference.h"
+#include "registry/local_registry.h"
 #include "support.h"
 
 extern char** environ;
@@ -56,91 +57,22 @@ bool require_programs(std::initializer_list<const char*> names) {
   return true;
 }
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+using ptb::test::ServerChild;
 
-bool port_open(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  ::close(fd);
-  return ok;
-}
-
-// A child process, stopped (SIGTERM, then waited for) when this goes.
-class Child {
- public:
-  Child(std::vector<std::string> argv, const fs::path& log) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    REQUIRE(posix_spawnp(&pid_, args[0], &actions, nullptr, args.data(), environ) == 0);
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~Child() { stop(SIGTERM); }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-  pid_t pid() const { return pid_; }
-  int stop(int signal) {
-    if (pid_ <= 0) return -1;
-    ::kill(pid_, signal);
-    return wait();
-  }
-  int wait() {
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
- private:
-  pid_t pid_ = -1;
-};
-
-// docker-registry serving 127.0.0.1:<port> from a storage folder of its own.
+// docker-registry in a temporary folder of its own.
 struct LocalRegistry {
   TempDir dir;
-  int port = free_port();
-  std::unique_ptr<Child> child;
-  LocalRegistry() {
-    std::ofstream(dir / "config.yml") << "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n"
-                                         "storage:\n  filesystem:\n    rootdirectory: "
-                                      << (dir / "storage").string()
-                                      << "\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:" << port << "\n";
-    child = std::make_unique<Child>(std::vector<std::string>{"docker-registry", "serve", (dir / "config.yml").string()},
-                                    dir / "log");
-    for (int i = 0; i < 200 && !port_open(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    REQUIRE_MESSAGE(port_open(port), (std::string("docker-registry did not start: ") + ptb::test::read_text(dir / "log")));
-  }
-  std::string host() const { return "127.0.0.1:" + std::to_string(port); }
+  ptb::test::LocalRegistry server{dir.path()};
+  std::string host() const { return server.host(); }
 };
 
-// hostile_registry.py in one MODE, serving the files of `bundle`.
 struct HostileRegistry {
   TempDir dir;
-  std::unique_ptr<Child> child;
+  std::unique_ptr<ServerChild> child;
   int port = 0;
   HostileRegistry(const fs::path& bundle, const std::string& mode) {
     const fs::path port_file = dir / "port";
-    child = std::make_unique<Child>(std::vector<std::string>{"python3", PTB_SOURCE_DIR "/tests/registry/hostile_registry.py",
+    child = std::make_unique<ServerChild>(std::vector<std::string>{"python3", PTB_SOURCE_DIR "/tests/registry/hostile_registry.py",
                                                              bundle.string(), mode, port_file.string(), "60"},
                                     dir / "log");
     for (int i = 0; i < 200 && !fs::exists(port_file); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -542,7 +474,7 @@ TEST_CASE("registry: an interrupted pull leaves the previous state and no tempor
     CAPTURE(signal);
     TempDir parent;
     const fs::path out = parent / "out";
-    Child pull({PTB_CLI_PATH, "pull", "-q", "--gpu", "none", hostile.host() + "/x/y:1", "-o", out.string()}, parent / "log");
+    ServerChild pull({PTB_CLI_PATH, "pull", "-q", "--gpu", "none", hostile.host() + "/x/y:1", "-o", out.string()}, parent / "log");
     // Wait until the slow blob's temporary file exists, then interrupt.
     bool started = false;
     for (int i = 0; i < 200 && !started; ++i) {
