@@ -41,9 +41,13 @@ if(Python3_FOUND)
     "PTBUNDLE_LIBRARY=$<TARGET_FILE:ptbundle_robot>;PTBUNDLE_CLI=$<TARGET_FILE:ptbundle>;PYTHONPATH=${PROJECT_SOURCE_DIR}/python${PTB_PYTHON_TEST_ENV}")
   set_tests_properties(ptbundle_python PROPERTIES LABELS unit)
 endif()
-if(Python3_FOUND)
-  # The GPU tier's: skips (and passes) without PyTorch and a CUDA GPU.
-  add_test(NAME ptbundle_python_gpu COMMAND ${Python3_EXECUTABLE} -m unittest -v tests/python/test_ptbundle_gpu.py
+# The GPU tier's Python test compares with PyTorch, which is usually
+# installed for the python3 first on PATH (a virtual environment), not for
+# Debian's: PTB_TORCH_PYTHON names it. The test skips (and passes) without
+# PyTorch and a CUDA GPU.
+find_program(PTB_TORCH_PYTHON NAMES python3 DOC "the Python interpreter with PyTorch, for the GPU tier")
+if(PTB_TORCH_PYTHON)
+  add_test(NAME ptbundle_python_gpu COMMAND ${PTB_TORCH_PYTHON} -m unittest -v tests/python/test_ptbundle_gpu.py
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(ptbundle_python_gpu PROPERTIES ENVIRONMENT
     "PTBUNDLE_LIBRARY=$<TARGET_FILE:ptbundle_robot>;PTBUNDLE_CLI=$<TARGET_FILE:ptbundle>;PYTHONPATH=${PROJECT_SOURCE_DIR}/python${PTB_PYTHON_TEST_ENV}")
