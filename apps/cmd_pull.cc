@@ -11,6 +11,7 @@
 #include <ostream>
 
 #include "command.h"
+#include "trust_flags.h"
 #include "ptbundle/cuda/gpu_check.h"
 #include "ptbundle/registry/pull.h"
 
@@ -21,9 +22,7 @@ struct PullArgs {
   std::string reference;
   std::string output;
   std::string part;
-  std::vector<std::string> keys;
-  std::string keys_dir;
-  bool require_signature = false;
+  TrustArgs trust;
   std::string gpu = "auto";
   bool plain_http = false;
   bool quiet = false;
@@ -81,19 +80,12 @@ int run_pull(const PullArgs& args, Output& out) {
   options.reference = args.reference;
   options.output_dir = args.output;
   if (!args.part.empty()) options.part = args.part;
-  options.require_signature = args.require_signature;
+  options.require_signature = args.trust.require_signature;
   options.registry.plain_http = args.plain_http;
   options.registry.progress = !args.quiet && ::isatty(2);
-  for (const auto& path : args.keys) {
-    auto key = PublicKey::load(path);
-    if (!key.ok()) return out.fail(key.error());
-    options.keys.push_back(std::move(*key));
-  }
-  if (!args.keys_dir.empty()) {
-    auto keys = load_public_keys_dir(args.keys_dir);
-    if (!keys.ok()) return out.fail(keys.error());
-    for (auto& key : *keys) options.keys.push_back(std::move(key));
-  }
+  auto keys = load_trusted_keys(args.trust);
+  if (!keys.ok()) return out.fail(keys.error());
+  options.keys = std::move(*keys);
   auto pulled = pull_bundle(options);
   if (!pulled) return out.fail(pulled.error());
   out.committed();
@@ -108,7 +100,7 @@ int run_pull(const PullArgs& args, Output& out) {
   VerifyOptions verify_options;
   verify_options.gpu = args.gpu;
   verify_options.keys = options.keys;
-  verify_options.require_signature = args.require_signature;
+  verify_options.require_signature = args.trust.require_signature;
   auto verified = verify_paths({args.output}, verify_options);
   if (!verified) return out.fail(verified.error());
   output.verify = VerifyVerdict{&*verified};
@@ -128,12 +120,7 @@ Command add_pull(Cli& cli) {
       .required();
   command.option("-o,--output", args->output, "The bundle folder to write (created if missing)").required();
   command.option("--part", args->part, "Fetch only this part's files (with bundle.json and the signature)");
-  command.option("--key", args->keys,
-                 "Public key (PEM) the bundle must be signed with (repeatable; any one of them), checked before placing")
-      .one_per_use();
-  command.option("--keys-dir", args->keys_dir, "Folder of public keys (*.pem, *.pub), as --key for each");
-  command.flag("--require-signature", args->require_signature,
-               "Refuse a bundle whose signature was not checked (unsigned, or no --key/--keys-dir given)");
+  add_trust_flags(command, args->trust, "before placing");
   command.option("--gpu", args->gpu, "The GPU verify checks against: auto, a compute capability (sm_86) or none")
       .shown_default("auto");
   command.flag("--plain-http", args->plain_http,

@@ -9,6 +9,7 @@
 #include <ostream>
 
 #include "command.h"
+#include "trust_flags.h"
 #include "ptbundle/registry/push.h"
 
 namespace ptb {
@@ -33,9 +34,7 @@ namespace {
 struct PushArgs {
   std::string bundle;
   std::string reference;
-  std::vector<std::string> keys;
-  std::string keys_dir;
-  bool require_signature = false;
+  TrustArgs trust;
   std::vector<std::string> mount_from;
   uint64_t chunk_mib = 64;
   bool plain_http = false;
@@ -46,22 +45,15 @@ int run_push(const PushArgs& args, Output& out) {
   PushOptions options;
   options.bundle_dir = args.bundle;
   options.reference = args.reference;
-  options.require_signature = args.require_signature;
+  options.require_signature = args.trust.require_signature;
   options.mount_from = args.mount_from;
   if (args.chunk_mib == 0 || args.chunk_mib > (1u << 20)) return out.fail(usage_error("--chunk-size: expected 1 to 1048576 MiB"));
   options.chunk_bytes = args.chunk_mib << 20;
   options.registry.plain_http = args.plain_http;
   options.registry.progress = !args.quiet && ::isatty(2);
-  for (const auto& path : args.keys) {
-    auto key = PublicKey::load(path);
-    if (!key.ok()) return out.fail(key.error());
-    options.keys.push_back(std::move(*key));
-  }
-  if (!args.keys_dir.empty()) {
-    auto keys = load_public_keys_dir(args.keys_dir);
-    if (!keys.ok()) return out.fail(keys.error());
-    for (auto& key : *keys) options.keys.push_back(std::move(key));
-  }
+  auto keys = load_trusted_keys(args.trust);
+  if (!keys.ok()) return out.fail(keys.error());
+  options.keys = std::move(*keys);
   auto report = push_bundle(options);
   if (!report) return out.fail(report.error());
   out.committed();
@@ -80,12 +72,7 @@ Command add_push(Cli& cli) {
   command.option("BUNDLE", args->bundle, "The bundle folder").required();
   command.option("REF", args->reference, "registry[:port]/repository[:tag] (tag default: latest), or @sha256:DIGEST")
       .required();
-  command.option("--key", args->keys,
-                 "Public key (PEM) the bundle must be signed with (repeatable; any one of them), checked before pushing")
-      .one_per_use();
-  command.option("--keys-dir", args->keys_dir, "Folder of public keys (*.pem, *.pub), as --key for each");
-  command.flag("--require-signature", args->require_signature,
-               "Refuse a bundle whose signature was not checked (unsigned, or no --key/--keys-dir given)");
+  add_trust_flags(command, args->trust, "before pushing");
   command.option("--mount-from", args->mount_from,
                  "Repository of the same registry to mount blobs from instead of uploading them (repeatable)")
       .one_per_use();

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "command.h"
+#include "trust_flags.h"
 #include "ptbundle/cuda/gpu_check.h"
 
 namespace ptb::app {
@@ -14,9 +15,7 @@ namespace {
 struct VerifyArgs {
   std::vector<std::string> paths;
   std::string gpu = "auto";
-  std::vector<std::string> keys;
-  std::string keys_dir;
-  bool require_signature = false;
+  TrustArgs trust;
   bool verbose = false;
 };
 
@@ -71,17 +70,10 @@ void render_text(std::ostream& out, const VerifyText& text) {
 int run_verify(const VerifyArgs& args, Output& out) {
   VerifyOptions options;
   options.gpu = args.gpu;
-  options.require_signature = args.require_signature;
-  for (const auto& path : args.keys) {
-    auto key = PublicKey::load(path);
-    if (!key.ok()) return out.fail(key.error());
-    options.keys.push_back(std::move(*key));
-  }
-  if (!args.keys_dir.empty()) {
-    auto keys = load_public_keys_dir(args.keys_dir);
-    if (!keys.ok()) return out.fail(keys.error());
-    for (auto& key : *keys) options.keys.push_back(std::move(key));
-  }
+  options.require_signature = args.trust.require_signature;
+  auto keys = load_trusted_keys(args.trust);
+  if (!keys.ok()) return out.fail(keys.error());
+  options.keys = std::move(*keys);
   auto verified = verify_paths(args.paths, options);
   if (!verified.ok()) return out.fail(verified.error());
   const int exit_code = verified->checks.failed() ? static_cast<int>(ErrorKind::Invalid) : 0;
@@ -106,13 +98,7 @@ Command add_verify(Cli& cli) {
                       "The GPU to check against: auto (this machine's; none found: skipped), a compute capability\n"
                       "(sm_86, 8.6, 86) or none")
       .shown_default("auto");
-  command.option("--key", args->keys,
-                      "Public key (PEM) the bundles must be signed with (repeatable; any one of them); checked first,\n"
-                      "then every file against the signature");
-  command.option("--keys-dir", args->keys_dir, "Folder of public keys (*.pem, *.pub), as --key for each");
-  command.flag("--require-signature", args->require_signature,
-                    "Fail any PATH that is not a bundle whose signature was checked: unsigned, or signed but no\n"
-                    "--key/--keys-dir given to check it");
+  add_trust_flags(command, args->trust, "first, then every file against the signature");
   command.json_flag("One JSON document on stdout listing every check with its outcome, described by\n"
                     "schemas/verify.schema.json");
   command.flag("--verbose,-v", args->verbose, "Also list the checks that passed");
