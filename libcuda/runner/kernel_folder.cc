@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "ptbundle/base/environment.h"
 #include "ptbundle/base/kernel_file_name.h"
 
 namespace ptb::detail {
@@ -32,8 +33,7 @@ Result<KernelFolder> KernelFolder::create(const std::vector<KernelFileBytes>& fi
   KernelFolder folder;
   if (files.empty()) return folder;
   for (const KernelFileBytes& file : files) PTB_CHECK(check_kernel_file_name(file.name, label));
-  const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base && *base ? base : "/tmp") + "/ptbundle-kernels-XXXXXX";
+  std::string pattern = temporary_folder() + "/ptbundle-kernels-XXXXXX";
   if (!mkdtemp(pattern.data())) {
     return io_error(label + ": " + pattern.substr(0, pattern.size() - 6) +
                     "*: cannot create a private folder for the kernel files: " + errno_text() +

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "ptbundle/base/environment.h"
+
 
 namespace ptb::detail {
 namespace {
@@ -26,8 +28,7 @@ std::string errno_text() { return std::strerror(errno); }
 class PrivateFolder {
  public:
   static Result<PrivateFolder> create() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/ptbundle-run-XXXXXX";
+    std::string pattern = temporary_folder() + "/ptbundle-run-XXXXXX";
     if (!mkdtemp(pattern.data())) {
       return io_error(pattern.substr(0, pattern.size() - 6) + "*: cannot create a private folder: " + errno_text() +
                       " (set TMPDIR to a writable folder)");
@@ -102,8 +103,7 @@ Result<void*> open_fresh(PrivateFolder& folder, const std::string& file_name, By
     ::dlclose(handle);
   }
   return invalid(origin + ": cannot load the library: the loader returned a library already loaded from another "
-                 "file " + std::to_string(kAttempts) + " times (reused file identities in " +
-                 (std::getenv("TMPDIR") ? std::string("$TMPDIR") : std::string("/tmp")) + ")");
+                 "file " + std::to_string(kAttempts) + " times (reused file identities in " + temporary_folder() + ")");
 }
 
 // The libraries this process has open, by the SHA-256 of their bytes: the

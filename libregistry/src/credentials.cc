@@ -1,4 +1,5 @@
 #include "credentials.h"
+#include "environment.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -24,11 +25,7 @@ namespace {
 constexpr uint64_t kMaxConfigBytes = 4 << 20;
 constexpr size_t kMaxHelperOutput = 1 << 20;
 
-std::string config_path() {
-  if (const char* dir = std::getenv("DOCKER_CONFIG"); dir && *dir) return std::string(dir) + "/config.json";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.docker/config.json";
-  return {};
-}
+std::string config_path() { return registry_environment().docker_config_path; }
 
 // "https://ghcr.io/v1/" -> "ghcr.io"; "localhost:5000" stays.
 std::string host_of_key(std::string key) {

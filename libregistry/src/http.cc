@@ -125,16 +125,6 @@ bool retryable_code(CURLcode code) {
 
 }  // namespace
 
-HttpLimits http_limits_from_environment() {
-  HttpLimits limits;
-  if (const char* text = std::getenv("PTBUNDLE_REGISTRY_STALL_SECONDS")) {
-    char* end = nullptr;
-    const long seconds = std::strtol(text, &end, 10);
-    if (end != text && *end == 0 && seconds >= 1 && seconds <= 3600) limits.low_speed_time_s = seconds;
-  }
-  return limits;
-}
-
 std::string HttpResponse::header(const std::string& name) const {
   for (const auto& h : headers)
     if (h.name == name) return h.value;

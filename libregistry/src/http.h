@@ -25,7 +25,6 @@ struct HttpLimits {
   long low_speed_bytes = 1024;
   long low_speed_time_s = 30;
 };
-HttpLimits http_limits_from_environment();
 
 struct HttpRequest {
   std::string method = "GET";  // GET, HEAD, POST, PUT, PATCH

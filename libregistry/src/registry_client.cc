@@ -1,4 +1,5 @@
 #include "registry_client.h"
+#include "environment.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,15 +15,6 @@ namespace {
 
 constexpr int kMaxRedirects = 5;
 constexpr uint64_t kMaxErrorBody = 64 << 10;
-
-int env_int(const char* name, int fallback, int low, int high) {
-  if (const char* text = std::getenv(name)) {
-    char* end = nullptr;
-    const long value = std::strtol(text, &end, 10);
-    if (end != text && *end == 0 && value >= low && value <= high) return static_cast<int>(value);
-  }
-  return fallback;
-}
 
 std::string percent_encode(const std::string& text) {
   static const char* hex = "0123456789ABCDEF";
@@ -97,9 +89,10 @@ Result<RegistryClient> RegistryClient::open(const Reference& ref, const Registry
   client.base_ = std::string(plain ? "http://" : "https://") + ref.registry;
   client.authority_ = url_authority(client.base_);
   client.connection_ = std::make_unique<HttpConnection>();
-  client.limits_ = http_limits_from_environment();
-  client.retries_ = env_int("PTBUNDLE_REGISTRY_RETRIES", 4, 0, 20);
-  client.backoff_ms_ = env_int("PTBUNDLE_REGISTRY_BACKOFF_MS", 500, 0, 60000);
+  const RegistryEnvironment environment = registry_environment();
+  client.limits_.low_speed_time_s = environment.stall_seconds;
+  client.retries_ = environment.retries;
+  client.backoff_ms_ = environment.backoff_ms;
   return client;
 }
 
