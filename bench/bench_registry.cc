@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_bundles.h"
 #include "bench_util.h"
 #include "registry/local_registry.h"
 #include "ptbundle/base/sha256.h"
@@ -53,22 +54,6 @@ std::unique_ptr<LocalRegistry> start_registry(const fs::path& dir) {
   } catch (const std::exception& error) {
     fail(error.what());
   }
-}
-
-void write_source_data(const fs::path& fixtures, const fs::path& out, uint64_t blob_size) {
-  std::vector<uint8_t> blob(blob_size);
-  std::mt19937_64 random(42);
-  for (size_t i = 0; i + 8 <= blob.size(); i += 8) {
-    const uint64_t v = random();
-    std::copy_n(reinterpret_cast<const uint8_t*>(&v), 8, blob.data() + i);
-  }
-  const std::string key = to_hex(sha256(Bytes(blob.data(), blob.size()))) + "_weights_blob";
-  auto original = need(PtdFile::open((fixtures / "cuda/named_sm90/encoder.ptd").string()));
-  PtdContents contents;
-  for (const auto& entry : original.entries())
-    contents.add(entry.key, SegmentSource::file_range(original.file(), entry.file_offset, entry.size), entry.layout);
-  contents.add(key, SegmentSource::memory(Bytes(blob.data(), blob.size())), std::nullopt);
-  need(write_ptd_file(out.string(), contents));
 }
 
 struct BlobFile {

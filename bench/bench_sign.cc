@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_bundles.h"
 #include "bench_util.h"
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/formats/ptd.h"
@@ -39,44 +40,6 @@ using namespace ptb;
 using namespace ptb::bench;
 
 namespace {
-
-// named_sm90's data file plus `blob_size` random bytes stored under their SHA-256.
-void write_source_data(const fs::path& fixtures, const fs::path& out, uint64_t blob_size) {
-  std::vector<uint8_t> blob(blob_size);
-  std::mt19937_64 random(42);
-  for (size_t i = 0; i + 8 <= blob.size(); i += 8) {
-    const uint64_t v = random();
-    std::copy_n(reinterpret_cast<const uint8_t*>(&v), 8, blob.data() + i);
-  }
-  const std::string key = to_hex(sha256(Bytes(blob.data(), blob.size()))) + "_weights_blob";
-  auto original = need(PtdFile::open((fixtures / "cuda/named_sm90/encoder.ptd").string()));
-  PtdContents contents;
-  for (const auto& entry : original.entries())
-    contents.add(entry.key, SegmentSource::file_range(original.file(), entry.file_offset, entry.size), entry.layout);
-  contents.add(key, SegmentSource::memory(Bytes(blob.data(), blob.size())), std::nullopt);
-  need(write_ptd_file(out.string(), contents));
-}
-
-void write_key(const fs::path& key, const fs::path& pub) {
-  EVP_PKEY* pkey = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
-  if (!pkey) fail("cannot make a P-256 key");
-  FILE* out = std::fopen(key.c_str(), "w");
-  PEM_write_PrivateKey(out, pkey, nullptr, nullptr, 0, nullptr, nullptr);
-  std::fclose(out);
-  out = std::fopen(pub.c_str(), "w");
-  PEM_write_PUBKEY(out, pkey);
-  std::fclose(out);
-  EVP_PKEY_free(pkey);
-}
-
-void export_bundle(const BenchOptions& options, const fs::path& fixtures, const fs::path& data, const fs::path& bundle, int parts) {
-  std::vector<std::string> argv = {options.cli, "export", "-o", bundle.string()};
-  for (int p = 0; p < parts; ++p) {
-    argv.push_back("--part");
-    argv.push_back("part" + std::to_string(p) + "=" + (fixtures / "cuda/named_sm90/model.pte").string() + "," + data.string());
-  }
-  if (run_child(argv).status != 0) fail("ptbundle export failed: " + bundle.string());
-}
 
 std::vector<std::string> files_of(const fs::path& dir) {
   std::vector<std::string> out;
@@ -148,7 +111,7 @@ int main(int argc, char** argv) {
 
   // The tiny bundle: one part, ExecuTorch's files as they are.
   const fs::path tiny = work.path / "tiny";
-  export_bundle(options, fixtures, fixtures / "cuda/named_sm90/encoder.ptd", tiny, 1);
+  export_bundle(options.cli, fixtures, fixtures / "cuda/named_sm90/encoder.ptd", tiny, 1);
   std::vector<double> sign_times, verify_times;
   for (int r = 0; r < 7; ++r) {
     ChildRun s = run_child({options.cli, "sign", tiny.string(), "--key", key});
@@ -165,7 +128,7 @@ int main(int argc, char** argv) {
   const fs::path data = work.path / "source.ptd";
   write_source_data(fixtures, data, per_part);
   const fs::path bundle = work.path / "large";
-  export_bundle(options, fixtures, data, bundle, options.parts);
+  export_bundle(options.cli, fixtures, data, bundle, options.parts);
   fs::remove(data);
   if (run_child({options.cli, "sign", bundle.string(), "--key", key}).status != 0) fail("sign of the large bundle failed");
   const std::vector<std::string> files = files_of(bundle);

@@ -101,6 +101,37 @@ inline std::filesystem::path find_fixtures() {
   return {};
 }
 
+// Replaces the section of the Markdown file `path` between the lines
+// "<!-- NAME: begin -->" and "<!-- NAME: end -->" with `text` (appending
+// the section where there is none), through a temporary file renamed into
+// place: each benchmark writes its own section of docs/performance.md.
+inline void write_markdown_section(const std::filesystem::path& path, const std::string& name, const std::string& text) {
+  std::string document;
+  if (std::FILE* in = std::fopen(path.c_str(), "rb")) {
+    char buffer[65536];
+    for (size_t got; (got = std::fread(buffer, 1, sizeof buffer, in)) > 0;) document.append(buffer, got);
+    std::fclose(in);
+  }
+  const std::string begin = "<!-- " + name + ": begin -->\n", end = "<!-- " + name + ": end -->\n";
+  const std::string section = begin + text + (text.ends_with("\n") ? "" : "\n") + end;
+  const size_t from = document.find(begin);
+  const size_t to = from == std::string::npos ? std::string::npos : document.find(end, from);
+  if (from != std::string::npos && to != std::string::npos) {
+    document.replace(from, to + end.size() - from, section);
+  } else {
+    if (!document.empty() && !document.ends_with("\n\n")) document += document.ends_with("\n") ? "\n" : "\n\n";
+    document += section;
+  }
+  const std::string temporary = path.string() + ".tmp";
+  std::FILE* out = std::fopen(temporary.c_str(), "wb");
+  if (!out) fail("cannot write " + temporary);
+  const bool written = std::fwrite(document.data(), 1, document.size(), out) == document.size();
+  if (std::fclose(out) != 0 || !written || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    fail("cannot write " + path.string());
+  }
+}
+
 struct ChildRun {
   double seconds = 0;
   double cpu_seconds = 0;  // user + system: what the run cost, whatever else the machine was doing

@@ -18,6 +18,7 @@
 #include "ptbundle/cuda/run_part.h"
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/integrity/checked_part.h"
+#include "ptbundle/integrity/integrity.h"
 #include "ptbundle/signing/folder_digests.h"
 #include "cli_child.h"
 #include "support.h"
@@ -172,4 +173,41 @@ TEST_CASE("checked inputs: open_checked_part returns the mappings it checked and
   CHECK(refused.error().kind == ErrorKind::Invalid);
   CHECK(contains(refused.error().message, (path / "enc.ptd").string()));
   CHECK(contains(refused.error().message, "changed after export"));
+}
+
+// What a robot process runs at open (check_opened_part, librobot's
+// Model::open): the part's files and the blobs inside them hashed once, from
+// the part's own mappings; a blob that no longer hashes to its key is
+// reported in check_program_content_keys's words, as verify and run say it.
+TEST_CASE("checked inputs: an opened part's replaced content-addressed blob is refused in verify's words") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  const fs::path bundle = enc_bundle(dir.path(), "a", "sm80");
+  auto check = [&](CheckList& checks) {
+    auto opened = ptb::Bundle::open(bundle.string());
+    REQUIRE_MESSAGE(opened.ok(), opened.error().message);
+    auto part = opened->open_part("enc");
+    REQUIRE_MESSAGE(part.ok(), part.error().message);
+    SignatureSummary summary;
+    (void)check_opened_part(opened->dir(), opened->manifest_file().bytes(), &*part, IntegrityOptions{}, checks, summary);
+  };
+  CheckList intact;
+  check(intact);
+  CHECK_FALSE(intact.failed());
+  for (const CheckOutcome& outcome : intact.outcomes()) CHECK_MESSAGE(outcome.status != CheckStatus::Fail, outcome.message);
+
+  auto keys = content_keys_of((bundle / "enc.pte").string());
+  REQUIRE(keys.size() == 1);
+  flip_byte(bundle / "enc.pte", keys[0].offset + keys[0].size / 2);
+  ptb::test::rewrite_manifest_digests(bundle);
+  const std::string message = verify_message(bundle, "its " + std::to_string(keys[0].size) + " bytes at offset");
+  CheckList replaced;
+  check(replaced);
+  std::vector<std::string> failures;
+  for (const CheckOutcome& outcome : replaced.outcomes())
+    if (outcome.status == CheckStatus::Fail) failures.push_back(outcome.check + ": " + outcome.subject + ": " + outcome.message);
+  REQUIRE(failures.size() == 1);
+  CHECK_MESSAGE(contains(failures[0], checks::kContentKey), failures[0]);
+  CHECK_MESSAGE(contains(failures[0], message), (failures[0] + "\nverify: " + message));
+  CHECK(contains(failures[0], keys[0].key));
 }
