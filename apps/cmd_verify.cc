@@ -72,6 +72,7 @@ int run_verify(const VerifyArgs& args, Output& out) {
   VerifyOptions options;
   options.gpu = args.gpu;
   options.require_signature = args.require_signature;
+  options.progress = out.progress();
   for (const auto& path : args.keys) {
     auto key = PublicKey::load(path);
     if (!key.ok()) return out.fail(key.error());
