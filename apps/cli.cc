@@ -6,6 +6,9 @@
 
 namespace ptb::app {
 
+// The man pages say the same of -q (man/ptbundle.1 and each command's).
+constexpr const char* kQuietHelp = "No notes and no progress line on stderr; errors and warnings still";
+
 Option& Option::required() {
   option_->required();
   return *this;
@@ -75,6 +78,11 @@ const std::string& CommandLine::name() const { return app_->get_name(); }
 
 bool CommandLine::parsed() const { return app_->parsed(); }
 
+bool CommandLine::quiet() const {
+  const CLI::Option* quiet = app_->get_option_no_throw("--quiet");
+  return quiet && quiet->count() > 0;
+}
+
 bool CommandLine::json() const {
   const CLI::Option* json = app_->get_option_no_throw("--json");
   return json && json->count() > 0;
@@ -90,7 +98,9 @@ Cli::Cli(const std::string& description, const std::string& version_line)
 Cli::~Cli() = default;
 
 CommandLine Cli::add_command(const std::string& name, const std::string& description) {
-  return CommandLine(root_->add_subcommand(name, description));
+  CLI::App* command = root_->add_subcommand(name, description);
+  command->add_flag("-q,--quiet", kQuietHelp);
+  return CommandLine(command);
 }
 
 Cli::Parsed Cli::parse(int argc, char** argv) {

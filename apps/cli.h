@@ -51,6 +51,7 @@ class CommandLine {
   const std::string& name() const;
   bool parsed() const;
   bool json() const;
+  bool quiet() const;  // -q: every command has it (Cli::add_command)
 
  private:
   CLI::App* app_;
@@ -63,6 +64,8 @@ class Cli {
   Cli(const Cli&) = delete;
   Cli& operator=(const Cli&) = delete;
 
+  // A subcommand, with -q/--quiet already declared: the same flag, in the
+  // same words, on every command.
   CommandLine add_command(const std::string& name, const std::string& description);
 
   // What parse() did: help or the version was printed (exit with

@@ -2,11 +2,7 @@
 //   ptbundle export -o DIR --part NAME=SOURCE [--part ...] [--example PART=in.npy[,...]:out.npy[,...]]
 //                   [--atol X --rtol Y] [--force] [--json]
 // Parsing and printing only; the rules live in libexport (export.h).
-#include <unistd.h>
-
-#include <chrono>
 #include <algorithm>
-#include <cstdio>
 #include <ostream>
 
 #include "command.h"
@@ -42,30 +38,6 @@ struct ExportArgs {
   bool force = false;
 };
 
-// One line on stderr, rewritten in place, for copies that take a while.
-class ProgressLine {
- public:
-  void update(const std::string& file, uint64_t done, uint64_t total) {
-    constexpr uint64_t kWorthShowing = 64ull << 20;
-    if (total < kWorthShowing) return;
-    auto now = std::chrono::steady_clock::now();
-    if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    std::fprintf(stderr, "\r\033[Kwriting %s: %s of %s (%d%%)", file.c_str(), human_size(done).c_str(),
-                 human_size(total).c_str(), static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total)));
-    shown_ = true;
-    if (done == total) finish();
-  }
-  void finish() {
-    if (shown_) std::fputc('\n', stderr);
-    shown_ = false;
-  }
-
- private:
-  std::chrono::steady_clock::time_point last_{};
-  bool shown_ = false;
-};
-
 Result<ExportOptions> build_options(const ExportArgs& args) {
   ExportOptions options;
   options.output_dir = args.output;
@@ -92,14 +64,10 @@ Result<ExportOptions> build_options(const ExportArgs& args) {
 int run_export(const ExportArgs& args, Output& out) {
   auto options = build_options(args);
   if (!options) return out.fail(options.error());
-  ProgressLine line;
-  if (::isatty(STDERR_FILENO)) {
-    options->progress = [&line](const std::string& file, uint64_t done, uint64_t total) { line.update(file, done, total); };
-  }
+  options->progress = out.progress();
   auto result = export_parts(*options);
-  line.finish();
   if (!result) return out.fail(result.error());
-  report_removed_signatures(result->removed_signatures);
+  report_removed_signatures(out, result->removed_signatures);
   out.committed();
   return out.print(*result);
 }

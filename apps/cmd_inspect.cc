@@ -68,6 +68,7 @@ void render_text(std::ostream& out, const InspectModel& model) {
 int run_inspect(const InspectArgs& args, Output& out) {
   InspectOptions options;
   options.sha256 = args.sha256;
+  options.progress = out.progress();
   InspectModel model;
   model.sha256 = args.sha256;
   int exit_code = 0;
@@ -79,7 +80,7 @@ int run_inspect(const InspectArgs& args, Output& out) {
     }
     // The error goes to stderr either way; JSON also records it in place.
     const Error& error = inspected.error();
-    std::fprintf(stderr, "ptbundle: error: %s\n", printable(error.message).c_str());
+    out.error_line(error);
     if (exit_code == 0) exit_code = static_cast<int>(error.kind);
     model.files.push_back({path, std::nullopt, FileErrorModel{error}});
   }

@@ -65,18 +65,19 @@ int run_file_merge(const MergeOptions& options, Output& out) {
   request.output_pte = options.output;
   request.output_ptd = options.output_data;
   request.threads = options.threads;
+  request.progress = out.progress();
   // Said even when this merge then fails: the earlier one's pair is whole again.
   if (!request.output_pte.empty()) {
     auto finished = finish_interrupted_merge(request.output_pte);
     if (!finished) return out.fail(finished.error());
-    if (!finished->empty()) std::fprintf(stderr, "ptbundle: %s\n", printable(*finished).c_str());
+    if (!finished->empty()) out.note(*finished);
   }
   auto result = merge_programs(request);
   if (!result) return out.fail(result.error());
-  report_removed_signatures(result->removed_signatures);
+  report_removed_signatures(out, result->removed_signatures);
   if (!out.json()) {
-    std::fprintf(stderr, "ptbundle: wrote %s%s%s (%zu variants per CUDA delegate)\n", result->output_pte.c_str(),
-                 result->output_ptd.empty() ? "" : " and ", result->output_ptd.c_str(), result->variants.size());
+    out.note("wrote " + result->output_pte + (result->output_ptd.empty() ? "" : " and " + result->output_ptd) + " (" +
+             std::to_string(result->variants.size()) + " variants per CUDA delegate)");
   }
   out.committed();
   return out.print(*result);
@@ -96,10 +97,11 @@ int run_bundle_merge(const MergeOptions& options, Output& out) {
   request.output_dir = options.output;
   request.threads = options.threads;
   request.tool_version = PTB_VERSION;
+  request.progress = out.progress();
   auto result = merge_bundles(request);
   if (!result) return out.fail(result.error());
   if (!out.json()) {
-    std::fprintf(stderr, "ptbundle: wrote the bundle %s (%zu parts)\n", result->output_dir.c_str(), result->parts.size());
+    out.note("wrote the bundle " + result->output_dir + " (" + std::to_string(result->parts.size()) + " parts)");
   }
   out.committed();
   return out.print(*result);

@@ -4,7 +4,6 @@
 // bytes arrive, the signature before anything is placed, one transaction),
 // then verify's checks on DIR, as `ptbundle verify` runs them. Parsing and
 // printing only.
-#include <unistd.h>
 
 #include <memory>
 #include <optional>
@@ -25,7 +24,6 @@ struct PullArgs {
   TrustArgs trust;
   std::string gpu = "auto";
   bool plain_http = false;
-  bool quiet = false;
 };
 
 // verify's verdict on DIR, as pull's report shows it: the report's own
@@ -82,7 +80,7 @@ int run_pull(const PullArgs& args, Output& out) {
   if (!args.part.empty()) options.part = args.part;
   options.require_signature = args.trust.require_signature;
   options.registry.plain_http = args.plain_http;
-  options.registry.progress = !args.quiet && ::isatty(2);
+  options.registry.progress = out.progress();
   auto keys = load_trusted_keys(args.trust);
   if (!keys.ok()) return out.fail(keys.error());
   options.keys = std::move(*keys);
@@ -101,6 +99,7 @@ int run_pull(const PullArgs& args, Output& out) {
   verify_options.gpu = args.gpu;
   verify_options.keys = options.keys;
   verify_options.require_signature = args.trust.require_signature;
+  verify_options.progress = out.progress();
   auto verified = verify_paths({args.output}, verify_options);
   if (!verified) return out.fail(verified.error());
   output.verify = VerifyVerdict{&*verified};
@@ -125,7 +124,6 @@ Command add_pull(Cli& cli) {
       .shown_default("auto");
   command.flag("--plain-http", args->plain_http,
                "Allow plain HTTP to a registry that is not on this machine (localhost and 127.0.0.1 always may)");
-  command.flag("-q,--quiet", args->quiet, "No progress line on stderr (shown only on a terminal anyway)");
   command.json_flag("Print the result as one JSON document, described by schemas/pull.schema.json");
   return {command, [args](Output& out) { return run_pull(*args, out); }};
 }

@@ -3,7 +3,6 @@
 // checked as verify checks it, then sent to an OCI registry as one CNCF
 // ModelPack artifact. Parsing and printing only; the format, the checks and
 // the protocol live in libregistry (registry/push.h).
-#include <unistd.h>
 
 #include <memory>
 #include <ostream>
@@ -38,7 +37,6 @@ struct PushArgs {
   std::vector<std::string> mount_from;
   uint64_t chunk_mib = 64;
   bool plain_http = false;
-  bool quiet = false;
 };
 
 int run_push(const PushArgs& args, Output& out) {
@@ -50,7 +48,7 @@ int run_push(const PushArgs& args, Output& out) {
   if (args.chunk_mib == 0 || args.chunk_mib > (1u << 20)) return out.fail(usage_error("--chunk-size: expected 1 to 1048576 MiB"));
   options.chunk_bytes = args.chunk_mib << 20;
   options.registry.plain_http = args.plain_http;
-  options.registry.progress = !args.quiet && ::isatty(2);
+  options.registry.progress = out.progress();
   auto keys = load_trusted_keys(args.trust);
   if (!keys.ok()) return out.fail(keys.error());
   options.keys = std::move(*keys);
@@ -79,7 +77,6 @@ Command add_push(Cli& cli) {
   command.option("--chunk-size", args->chunk_mib, "Blobs larger than this many MiB go up in chunks of it (default 64)");
   command.flag("--plain-http", args->plain_http,
                "Allow plain HTTP to a registry that is not on this machine (localhost and 127.0.0.1 always may)");
-  command.flag("-q,--quiet", args->quiet, "No progress line on stderr (shown only on a terminal anyway)");
   command.json_flag("Print the result as one JSON document, described by schemas/push.schema.json");
   return {command, [args](Output& out) { return run_push(*args, out); }};
 }

@@ -37,6 +37,7 @@ int run_sign(const SignArgs& args, Output& out) {
   options.key_path = args.key;
   if (!args.password_file.empty()) options.password_file = args.password_file;
   options.output_name = args.output;
+  options.progress = out.progress();
   auto result = sign_bundle(options);
   if (!result) return out.fail(result.error());
   out.committed();

@@ -71,6 +71,7 @@ int run_verify(const VerifyArgs& args, Output& out) {
   VerifyOptions options;
   options.gpu = args.gpu;
   options.require_signature = args.trust.require_signature;
+  options.progress = out.progress();
   auto keys = load_trusted_keys(args.trust);
   if (!keys.ok()) return out.fail(keys.error());
   options.keys = std::move(*keys);

@@ -32,6 +32,6 @@ Command add_push(Cli& cli);
 Command add_pull(Cli& cli);
 
 // A writer changed a signed bundle and removed the signature: one line each on stderr.
-void report_removed_signatures(const std::vector<std::string>& paths);
+void report_removed_signatures(Output& out, const std::vector<std::string>& paths);
 
 }  // namespace ptb::app

@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   }
   for (const Command& command : commands) {
     if (!command.line.parsed()) continue;
-    Output out(command.line.name(), command.line.json());
+    Output out(command.line.name(), command.line.json(), command.line.quiet());
     if (!stdout_ok) {
       return out.fail(ptb::io_error("stdout: closed or not open for writing; expected somewhere to write the report "
                                     "(nothing was done)"));

@@ -38,7 +38,24 @@ std::optional<Error> Output::changed_input() {
   return std::nullopt;
 }
 
+void Output::note(const std::string& text) {
+  if (quiet_) return;
+  progress_->clear();
+  std::fprintf(stderr, "ptbundle: %s\n", printable(text).c_str());
+}
+
+void Output::error_line(const Error& error) {
+  progress_->clear();
+  print_error_line(error);
+}
+
+void Output::warning(const std::string& text) {
+  progress_->clear();
+  std::fprintf(stderr, "ptbundle: %s\n", printable(text).c_str());
+}
+
 int Output::finish(std::optional<JsonValue> body, int exit_code, const std::vector<Error>& errors) {
+  progress_->clear();
   for (const Error& error : errors) print_error_line(error);
   if (json_) {
     Json document = Json::object();
@@ -87,10 +104,8 @@ std::string human_size(uint64_t bytes) {
   return text;
 }
 
-void report_removed_signatures(const std::vector<std::string>& paths) {
-  for (const auto& path : paths)
-    std::fprintf(stderr, "ptbundle: removed the signature %s: the bundle changed; sign it again (ptbundle sign)\n",
-                 printable(path).c_str());
+void report_removed_signatures(Output& out, const std::vector<std::string>& paths) {
+  for (const auto& path : paths) out.warning("removed the signature " + path + ": the bundle changed; sign it again (ptbundle sign)");
 }
 
 }  // namespace ptb::app

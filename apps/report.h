@@ -33,6 +33,7 @@
 #include <concepts>
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +42,7 @@
 
 #include "ptbundle/base/result.h"
 #include "json_value.h"
+#include "progress.h"
 
 namespace ptb::app {
 
@@ -100,11 +102,26 @@ JsonValue to_json(const T& value) {
 const char* error_kind_name(ErrorKind kind);
 
 // One command's output. With --json, stdout gets exactly one document.
+// Notes and the progress line go to stderr, never stdout; -q (`quiet`)
+// silences both, never errors and warnings.
 class Output {
  public:
   // `command` is empty when the command line named none (or an unknown one).
-  Output(std::string command, bool json) : command_(std::move(command)), json_(json) {}
+  Output(std::string command, bool json, bool quiet = false)
+      : command_(std::move(command)), json_(json), quiet_(quiet),
+        progress_(std::make_unique<ProgressLine>(!quiet && stderr_is_terminal())) {}
   bool json() const { return json_; }
+
+  // The callback a long operation reports through: the progress line, or
+  // empty (not a terminal, or -q).
+  Progress progress() { return progress_->callback(); }
+  // "ptbundle: TEXT" on stderr, for people, unless -q.
+  void note(const std::string& text);
+  // "ptbundle: TEXT" on stderr, -q or not: something the person must know.
+  void warning(const std::string& text);
+  // "ptbundle: error: MESSAGE" on stderr, for an error the report also
+  // records (inspect's per-path errors).
+  void error_line(const Error& error);
 
   // The report (JSON, or render_text for people) and `errors`, each also one
   // "ptbundle: error:" line on stderr, then exit_code; an unwritable stdout
@@ -134,6 +151,8 @@ class Output {
 
   std::string command_;
   bool json_;
+  bool quiet_;
+  std::unique_ptr<ProgressLine> progress_;
   bool committed_ = false;
 };
 

@@ -12,7 +12,7 @@
 
 namespace {
 
-const char* const kCommands[] = {"export", "merge", "verify", "sign", "inspect", "run", "gpus"};
+const char* const kCommands[] = {"export", "merge", "verify", "sign", "inspect", "run", "gpus", "push", "pull"};
 
 // The long options (--name) in `text`, --help left out.
 std::set<std::string> long_options(const std::string& text) {
@@ -74,5 +74,20 @@ TEST_CASE("cli help: every option of every command is in its man page and in ptb
       CHECK_MESSAGE(options.count(option) == 1,
                     option << " is in ptbundle(1)'s synopsis of " << command << " but not in its --help");
     }
+  }
+}
+
+TEST_CASE("cli help: every command takes -q/--quiet, described in the same words in --help and its man page") {
+  const std::string words = "No notes and no progress line on stderr; errors and warnings still";
+  for (const std::string command : kCommands) {
+    CAPTURE(command);
+    const ptb::test::CommandResult help = ptb::test::run_cli(command + " --help");
+    REQUIRE(help.exit_code == 0);
+    CHECK(ptb::test::contains(help.out, "-q,--quiet"));
+    CHECK(ptb::test::contains(help.out, words));
+    const std::string man_page = page("ptbundle-" + command + ".1");
+    CHECK_MESSAGE(ptb::test::contains(man_page, ".BR -q \", \" --quiet\n" + words + "."),
+                  "man/ptbundle-" << command << ".1 does not describe -q as --help does");
+    CHECK(ptb::test::contains(synopsis_of(command), ".RB [ -q \" | \" --quiet ]"));
   }
 }

@@ -267,15 +267,18 @@ TEST_CASE("segment sources: file ranges are checked and copied with progress") {
   PtdContents contents;
   contents.add("mid", SegmentSource::file_range(*source, 400, 200));
   uint64_t last_done = 0, last_total = 0;
+  std::string last_what;
   auto out = AtomicOutput::create((dir / "p.ptd").string());
   REQUIRE(out.ok());
-  auto written = write_ptd(*out, contents, {}, [&](uint64_t done, uint64_t total) {
+  auto written = write_ptd(*out, contents, {}, [&](uint64_t done, uint64_t total, const std::string& what) {
     last_done = done;
     last_total = total;
+    last_what = what;
   });
   REQUIRE(written.ok());
   CHECK(last_total == written->file_size);
   CHECK(last_done == written->file_size);
+  CHECK(last_what == "writing " + (dir / "p.ptd").string());
   REQUIRE(out->commit().ok());
   auto ptd = PtdFile::open((dir / "p.ptd").string());
   REQUIRE(ptd.ok());

@@ -16,7 +16,8 @@
 namespace ptb {
 namespace {
 
-Result<std::string> hash_fd_range(int fd, uint64_t offset, uint64_t size, const std::string& name) {
+Result<std::string> hash_fd_range(int fd, uint64_t offset, uint64_t size, const std::string& name,
+                                  ProgressCounter* progress) {
   constexpr uint64_t kSlice = 1 << 20;
   std::vector<uint8_t> buffer(static_cast<size_t>(std::max<uint64_t>(1, std::min(kSlice, size))));
   Sha256 hasher;
@@ -31,17 +32,19 @@ Result<std::string> hash_fd_range(int fd, uint64_t offset, uint64_t size, const 
                       " while it was hashed (cut short while read?); expected " + std::to_string(offset + size) + " bytes");
     hasher.update(Bytes(buffer.data(), static_cast<size_t>(got)));
     done += static_cast<uint64_t>(got);
+    if (progress) progress->add(static_cast<uint64_t>(got));
   }
   return to_hex(hasher.finish());
 }
 
 }  // namespace
 
-Result<std::string> sha256_file_range(const MappedFile& file, uint64_t offset, uint64_t size) {
+Result<std::string> sha256_file_range(const MappedFile& file, uint64_t offset, uint64_t size,
+                                      ProgressCounter* progress) {
   if (!range_fits(offset, size, file.size()))
     return invalid(file.path() + ": bytes [" + std::to_string(offset) + ", +" + std::to_string(size) +
                    ") to hash lie past the end of the file (" + std::to_string(file.size()) + " bytes)");
-  return hash_fd_range(file.fd(), offset, size, file.path());
+  return hash_fd_range(file.fd(), offset, size, file.path(), progress);
 }
 
 Result<std::string> sha256_file(const std::string& path) {
@@ -54,7 +57,7 @@ Result<std::string> sha256_file(const std::string& path) {
   } else if (!S_ISREG(info.st_mode)) {
     digest = io_error(path + ": is " + file_type_text(info.st_mode) + "; expected a regular file");
   } else {
-    digest = hash_fd_range(fd, 0, static_cast<uint64_t>(info.st_size), path);
+    digest = hash_fd_range(fd, 0, static_cast<uint64_t>(info.st_size), path, nullptr);
   }
   ::close(fd);
   return digest;

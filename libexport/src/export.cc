@@ -103,7 +103,7 @@ class PartWriter {
     written.report.notes = part.notes;
 
     PTB_TRY(auto pte, begin(part.name, FileRole::Program));
-    PTB_TRY(auto layout, write_pte(*pte.output, *part.program, part.pte_segments, {}, progress_for(pte)));
+    PTB_TRY(auto layout, write_pte(*pte.output, *part.program, part.pte_segments, {}, options_.progress));
     (void)layout;
     PTB_CHECK(finish_hash(pte));
     // Our own reader checks what we wrote, and describes it for the manifest.
@@ -116,7 +116,7 @@ class PartWriter {
       if (part.data_copy) {
         PTB_CHECK(copy_whole(ptd, *part.data_copy));
       } else {
-        PTB_TRY(auto written_layout, write_ptd(*ptd.output, *part.data_contents, {}, progress_for(ptd)));
+        PTB_TRY(auto written_layout, write_ptd(*ptd.output, *part.data_contents, {}, options_.progress));
         (void)written_layout;
         PTB_CHECK(finish_hash(ptd));
       }
@@ -127,7 +127,7 @@ class PartWriter {
     }
     if (part.testcase) {
       PTB_TRY(auto testcase, begin(part.name, FileRole::Testcase));
-      PTB_TRY(auto testcase_layout, write_ptd(*testcase.output, *part.testcase, {}, progress_for(testcase)));
+      PTB_TRY(auto testcase_layout, write_ptd(*testcase.output, *part.testcase, {}, options_.progress));
       (void)testcase_layout;
       PTB_CHECK(finish_hash(testcase));
       written.files.push_back(std::move(testcase));
@@ -160,12 +160,6 @@ class PartWriter {
     return file;
   }
 
-  CopyProgress progress_for(const WrittenFile& file) const {
-    if (!options_.progress) return {};
-    std::string path = file.entry.path;
-    return [this, path](uint64_t done, uint64_t total) { options_.progress(path, done, total); };
-  }
-
   Status finish_hash(WrittenFile& file) {
     file.entry.size = file.output->position();
     PTB_TRY(file.entry.sha256, sha256_file(file.output->temp_path()));
@@ -178,7 +172,7 @@ class PartWriter {
   Status copy_whole(WrittenFile& file, const MappedFile& source) {
     Result<std::string> digest = std::string();
     std::thread hasher([&] { digest = sha256_file_range(source, 0, source.size()); });
-    auto copied = SegmentSource::file_range(source, 0, source.size()).write_to(*file.output, progress_for(file));
+    auto copied = SegmentSource::file_range(source, 0, source.size()).write_to(*file.output, options_.progress);
     hasher.join();
     PTB_CHECK(copied);
     if (!digest.ok()) return digest.take_error();

@@ -3,7 +3,6 @@
 #include <map>
 #include <set>
 
-#include "progress.h"
 #include "registry_client.h"
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/base/text.h"
@@ -171,7 +170,6 @@ Result<PullReport> pull_bundle(const PullOptions& options) {
   report.directory = options.output_dir;
   report.part = options.part;
   const Manifest* old = transaction.manifest() ? &*transaction.manifest() : nullptr;
-  detail::ProgressLine progress(options.registry.progress);
 
   std::vector<AtomicOutput> outputs;
   outputs.reserve(wanted.size() + signatures.size());
@@ -183,7 +181,7 @@ Result<PullReport> pull_bundle(const PullOptions& options) {
     PTB_CHECK(fetch_checked(client, layer, [&](Bytes piece) {
       if (capture) capture->append(reinterpret_cast<const char*>(piece.data()), piece.size());
       return out.write(piece);
-    }, progress.track("pull " + layer.path)));
+    }, progress_step(options.registry.progress, "pulling " + layer.path)));
     outputs.push_back(std::move(out));
     placements.push_back({layer.path, nullptr});
     report.files.push_back({layer.path, layer.media_type, layer.digest, layer.size, "downloaded"});
@@ -218,7 +216,6 @@ Result<PullReport> pull_bundle(const PullOptions& options) {
   }
   have[kManifestFileName] = hex_of(json_layer->digest);
   for (size_t i = 0; i < placements.size(); ++i) placements[i].output = &outputs[i];
-  progress.done();
 
   // The signature, checked before anything is placed.
   const ArtifactLayer* signature = nullptr;

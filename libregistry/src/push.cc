@@ -1,6 +1,5 @@
 #include "ptbundle/registry/push.h"
 
-#include "progress.h"
 #include "registry_client.h"
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/base/text.h"
@@ -114,7 +113,6 @@ Result<PushReport> push_bundle(const PushOptions& options) {
   if (signature.verified) report.signed_by = signature.key_fingerprint;
 
   PTB_TRY(auto client, detail::RegistryClient::open(ref, options.registry, true));
-  detail::ProgressLine progress(options.registry.progress);
   auto record = [&](const ArtifactLayer& layer, detail::UploadAction action) {
     report.blobs.push_back({layer.path, layer.media_type, layer.digest, layer.size, detail::upload_action_name(action)});
     if (action == detail::UploadAction::Uploaded) {
@@ -142,10 +140,9 @@ Result<PushReport> push_bundle(const PushOptions& options) {
     blob.fd = s.file.fd();
     blob.size = s.layer.size;
     PTB_TRY(auto action, client.put_blob(blob, s.layer.digest, options.mount_from, options.chunk_bytes,
-                                         progress.track("push " + s.layer.path)));
+                                         progress_step(options.registry.progress, "pushing " + s.layer.path)));
     record(s.layer, action);
   }
-  progress.done();
   PTB_TRY(std::string answered, client.put_manifest(body, ref.manifest_name(), kOciImageManifestMediaType));
   if (!answered.empty() && answered != digest)
     return invalid(ref.registry + ": the registry stored the manifest as " + in_quotes(answered) + "; expected " + digest);

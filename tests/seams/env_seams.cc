@@ -11,6 +11,9 @@
 //   PTB_TEST_SHRINK_AFTER_MAP=NAME the file of that path or last component is
 //                                 truncated to nothing right after it is mapped
 //                                 (test_shrink_point), as `cp new old` does.
+//   PTB_TEST_PROGRESS_EVERY_UPDATE=1 the progress line draws every update at
+//                                 once (set_progress_every_update), so that a
+//                                 test's small files show one on a terminal.
 #include <signal.h>
 #include <unistd.h>
 
@@ -20,6 +23,7 @@
 
 #include "ptbundle/base/file.h"
 #include "ptbundle/base/mapping_guard.h"
+#include "progress.h"
 #include "ptbundle/base/test_seams.h"
 
 namespace {
@@ -46,6 +50,8 @@ void shrink_after_map(const std::string& path) {
 const bool installed = [] {
   ptb::set_test_kill_hook(&kill_at);
   ptb::set_test_shrink_hook(&shrink_after_map);
+  if (const char* every = std::getenv("PTB_TEST_PROGRESS_EVERY_UPDATE"); every && std::strcmp(every, "1") == 0)
+    ptb::app::set_progress_every_update(true);
   return true;
 }();
 

@@ -26,12 +26,13 @@ Status write_spliced(AtomicOutput& out, Bytes flatbuffer, Bytes header) {
 
 Status write_segments(AtomicOutput& out, const std::vector<SegmentSource>& segments,
                       const std::vector<uint64_t>& offsets, uint64_t base, uint64_t file_size,
-                      const CopyProgress& progress) {
+                      const Progress& progress) {
   for (size_t i = 0; i < segments.size(); ++i) {
     PTB_CHECK(pad_to(out, base + offsets[i]));
     uint64_t start = out.position();
-    CopyProgress whole_file;
-    if (progress) whole_file = [&](uint64_t done, uint64_t) { progress(start + done, file_size); };
+    Progress whole_file;
+    if (progress)
+      whole_file = [&](uint64_t done, uint64_t, const std::string& what) { progress(start + done, file_size, what); };
     PTB_CHECK(segments[i].write_to(out, whole_file));
     if (out.position() != start + segments[i].size)
       return io_error(out.final_path() + ": segment " + std::to_string(i) + " was not written whole");

@@ -25,6 +25,6 @@ Status write_spliced(AtomicOutput& out, Bytes flatbuffer, Bytes header);
 // reported as bytes of the whole file of `file_size`.
 Status write_segments(AtomicOutput& out, const std::vector<SegmentSource>& segments,
                       const std::vector<uint64_t>& offsets, uint64_t base, uint64_t file_size,
-                      const CopyProgress& progress);
+                      const Progress& progress);
 
 }  // namespace ptb::detail

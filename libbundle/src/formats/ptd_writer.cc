@@ -49,7 +49,7 @@ uint32_t PtdContents::add(std::string key, SegmentSource data, std::optional<Ten
 }
 
 Result<PtdWriteLayout> write_ptd(AtomicOutput& out, const PtdContents& contents, const PtdWriteOptions& options,
-                                 const CopyProgress& progress) {
+                                 const Progress& progress) {
   PTB_CHECK(check_contents(contents, out.final_path()));
   SegmentPlan plan = plan_segments(contents.segments, options.segment_alignment);
 

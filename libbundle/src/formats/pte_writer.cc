@@ -68,7 +68,7 @@ SegmentPlan plan_segments(const std::vector<SegmentSource>& segments, uint64_t s
 
 Result<PteWriteLayout> write_pte(AtomicOutput& out, fb::ProgramT& program,
                                  const std::vector<SegmentSource>& segments, const PteWriteOptions& options,
-                                 const CopyProgress& progress) {
+                                 const Progress& progress) {
   const std::string& path = out.final_path();
   PTB_CHECK(check_segment_references(program, segments.size(), path));
   SegmentPlan plan = plan_segments(segments, options.segment_alignment);

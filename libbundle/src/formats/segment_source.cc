@@ -37,7 +37,7 @@ SegmentSource SegmentSource::file_range(const MappedFile& file, uint64_t offset,
   return source;
 }
 
-Status SegmentSource::write_to(AtomicOutput& out, const CopyProgress& progress) const {
+Status SegmentSource::write_to(AtomicOutput& out, const Progress& progress) const {
   if (!file) return out.write(bytes);
   if (!range_fits(offset, size, file->size())) {
     return invalid(file->path() + ": range at offset " + std::to_string(offset) + " with size " +
@@ -48,6 +48,7 @@ Status SegmentSource::write_to(AtomicOutput& out, const CopyProgress& progress) 
   // slice to disk as soon as it is copied, so that the fsync of commit()
   // waits for the last slice only instead of the whole file.
   int writeback_fd = size > kCopySlice ? ::open(out.temp_path().c_str(), O_RDONLY | O_CLOEXEC) : -1;
+  const std::string what = progress ? "writing " + out.final_path() : std::string();
   uint64_t done = 0;
   Status status;
   while (done < size) {
@@ -58,7 +59,7 @@ Status SegmentSource::write_to(AtomicOutput& out, const CopyProgress& progress) 
     if (writeback_fd >= 0)
       ::sync_file_range(writeback_fd, static_cast<off_t>(start), static_cast<off_t>(slice), SYNC_FILE_RANGE_WRITE);
     done += slice;
-    if (progress) progress(done, size);
+    if (progress) progress(done, size, what);
   }
   if (writeback_fd >= 0) ::close(writeback_fd);
   return status;

@@ -41,6 +41,9 @@ Result<InspectDataFile> inspect_data(const PtdFile& ptd, const InspectOptions& o
     const PtdSegment& segment = ptd.segments()[s];
     out.segments.push_back({s, segment.offset, segment.size, segment.file_offset, offset_alignment(segment.file_offset), {}, {}});
   }
+  uint64_t blob_bytes = 0;
+  for (const auto& entry : ptd.entries()) blob_bytes += entry.size;
+  ProgressCounter progress(options.progress, blob_bytes, "hashing the blobs of " + ptd.file().path());
   for (const auto& entry : ptd.entries()) {
     InspectDataBlob blob{entry.key, entry.segment_index, entry.size, entry.file_offset, offset_alignment(entry.file_offset), {}, {}};
     if (entry.layout) {
@@ -48,7 +51,7 @@ Result<InspectDataFile> inspect_data(const PtdFile& ptd, const InspectOptions& o
                                                entry.layout->dim_order};
     }
     if (options.sha256) {
-      PTB_TRY(blob.sha256, sha256_file_range(ptd.file(), entry.file_offset, entry.size));
+      PTB_TRY(blob.sha256, sha256_file_range(ptd.file(), entry.file_offset, entry.size, &progress));
     }
     out.named_data.push_back(std::move(blob));
   }

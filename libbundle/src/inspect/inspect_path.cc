@@ -23,7 +23,8 @@ Result<InspectedFile> file_header(const MappedFile& file, FileKind kind, const s
   out.kind = file_kind_name(kind);
   out.size = file.size();
   if (options.sha256) {
-    PTB_TRY(out.sha256, sha256_file_range(file, 0, file.size()));
+    ProgressCounter progress(options.progress, file.size(), "hashing " + path);
+    PTB_TRY(out.sha256, sha256_file_range(file, 0, file.size(), &progress));
   }
   return out;
 }

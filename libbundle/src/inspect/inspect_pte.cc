@@ -209,12 +209,15 @@ Result<InspectProgram> inspect_program(const ProgramWithData& program, const Ins
   out.constants = constants_of(pte.program());
 
   auto users = segment_users(pte, methods);
+  uint64_t segment_bytes = 0;
+  for (const PteSegment& segment : pte.segments()) segment_bytes += segment.size;
+  ProgressCounter progress(options.progress, segment_bytes, "hashing the segments of " + pte.file().path());
   for (size_t s = 0; s < pte.segments().size(); ++s) {
     const PteSegment& segment = pte.segments()[s];
     uint64_t file_offset = pte.base_offset() + segment.file_offset;
     InspectSegment j{s, segment.offset, segment.size, file_offset, offset_alignment(file_offset), std::move(users[s]), {}};
     if (options.sha256) {
-      PTB_TRY(j.sha256, sha256_file_range(pte.file(), file_offset, segment.size));
+      PTB_TRY(j.sha256, sha256_file_range(pte.file(), file_offset, segment.size, &progress));
     }
     out.segments.push_back(std::move(j));
   }

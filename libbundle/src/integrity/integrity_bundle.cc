@@ -476,7 +476,8 @@ void check_bundle(const std::string& path, const IntegrityOptions& options, Chec
   // One read of every file: the signature, bundle.json's digests and the
   // content-addressed keys all use these.
   auto listed = read_manifest(*dir);
-  const detail::FolderReading reading = folder_reading(*dir, listed.ok() ? &*listed : nullptr, options.threads);
+  detail::FolderReading reading = folder_reading(*dir, listed.ok() ? &*listed : nullptr, options.threads);
+  reading.hashing.progress = options.progress;
   const std::optional<std::string>& signature_name = reading.signature_name;
   auto digests = hash_folder(path, reading.hashing);
   if (!digests.ok()) {

@@ -40,6 +40,7 @@ Status check_unchanged(const std::string& dir, const Manifest& manifest, const I
                        std::map<std::string, FolderHashOptions::OpenFile> open_files) {
   PTB_TRY(BundleDir bundle, BundleDir::open(dir));
   detail::FolderReading reading = detail::folder_reading(bundle, &manifest, options.threads);
+  reading.hashing.progress = options.progress;
   reading.hashing.open_files = std::move(open_files);
   const std::optional<std::string>& signature_name = reading.signature_name;
   PTB_TRY(FolderDigests digests, hash_folder(dir, reading.hashing));

@@ -141,13 +141,13 @@ Result<MergeResult> merge_programs(const MergeRequest& request) {
   // given a new key that matches it.
   for (const MergeSource& source : request.inputs) {
     PTB_TRY(Export loaded, load_export(source, false));
-    PTB_CHECK(check_program_content_keys(*loaded.program));
+    PTB_CHECK(check_program_content_keys(*loaded.program, request.progress));
     regular.push_back(std::move(loaded));
   }
   std::unique_ptr<Export> fallback;
   if (request.fallback) {
     PTB_TRY(Export loaded, load_export(*request.fallback, true));
-    PTB_CHECK(check_program_content_keys(*loaded.program));
+    PTB_CHECK(check_program_content_keys(*loaded.program, request.progress));
     fallback = std::make_unique<Export>(std::move(loaded));
   }
   LibraryScanCache scans(request.check_kernels);
@@ -164,6 +164,7 @@ Result<MergeResult> merge_exports(const MergeRequest& request, std::vector<Expor
   // Checks and outputs point into each export's mappings, which stay put.
   const Export& reference = regular.front();
   CompareStats stats;
+  stats.progress = request.progress;
   for (size_t i = 1; i <= regular.size(); ++i) {
     const Export* candidate = i < regular.size() ? &regular[i] : fallback.get();
     if (candidate) PTB_CHECK(check_same_program(reference, *candidate, threads, stats));

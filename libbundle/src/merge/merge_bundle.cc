@@ -133,12 +133,12 @@ Result<bool> is_ptx_only(const Export& e, LibraryScanCache& scans) {
   return any_ptx;
 }
 
-Status copy_mapped(const MappedFile& source, const fs::path& to) {
+Status copy_mapped(const MappedFile& source, const fs::path& to, const Progress& progress) {
   std::error_code ec;
   fs::create_directories(to.parent_path(), ec);
   if (ec) return io_error(to.parent_path().string() + ": cannot create the folder: " + ec.message());
   PTB_TRY(AtomicOutput out, AtomicOutput::create(to.string()));
-  PTB_CHECK(SegmentSource::file_range(source, 0, source.size()).write_to(out));
+  PTB_CHECK(SegmentSource::file_range(source, 0, source.size()).write_to(out, progress));
   return out.commit();
 }
 
@@ -215,7 +215,8 @@ struct IdenticalFiles {
 };
 
 Status check_identical_files(const std::vector<InputBundle>& bundles, const std::string& name,
-                             const std::vector<OpenedProgram>& programs, unsigned threads, IdenticalFiles& first_files) {
+                             const std::vector<OpenedProgram>& programs, unsigned threads, const Progress& progress,
+                             IdenticalFiles& first_files) {
   const ManifestPart& first = *bundles.front().manifest().find_part(name);
   auto mapped = [&](size_t b, FileRole role) -> const MappedFile* {
     if (role == FileRole::Program) return first_program_of(programs, b);
@@ -239,6 +240,7 @@ Status check_identical_files(const std::vector<InputBundle>& bundles, const std:
                        " bytes); expected the same files, as part '" + name + "' has no CUDA delegate to merge");
       }
       CompareStats stats;
+      stats.progress = progress;
       if (auto mismatch = compare_groups({{Blob{a->bytes(), a}, {Blob{c->bytes(), c}}}}, threads, stats)) {
         return invalid(pair + " differ at byte " + std::to_string(mismatch->offset) + "; expected the same files, as part '" +
                        name + "' has no CUDA delegate to merge");
@@ -323,6 +325,7 @@ Result<MergeResult> merge_multi_variant(const PartJob& job, const std::vector<Ex
   request.output_pte = (job.staging / part_file_path(job.name, FileRole::Program)).string();
   if (has_data) request.output_ptd = (job.staging / part_file_path(job.name, FileRole::Data)).string();
   request.threads = job.request.threads;
+  request.progress = job.request.progress;
   PTB_CHECK(check_merge_request(request));
   // The programs as opened, now held to the multi-variant form's rules.
   std::vector<Export> regular;
@@ -357,14 +360,14 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
 
   if (!any_cuda) {
     IdenticalFiles copied;
-    PTB_CHECK(check_identical_files(job.bundles, job.name, programs, job.request.threads, copied));
+    PTB_CHECK(check_identical_files(job.bundles, job.name, programs, job.request.threads, job.request.progress, copied));
     merged.layout = PartMergeLayout::Identical;
     std::string program_path = part_file_path(job.name, FileRole::Program);
-    PTB_CHECK(copy_mapped(*copied.program, job.staging / program_path));
+    PTB_CHECK(copy_mapped(*copied.program, job.staging / program_path, job.request.progress));
     PTB_TRY(ManifestFile program,
             file_entry(job.staging, program_path, FileRole::Program, std::nullopt, first.find_file(FileRole::Program)));
     files.push_back(program);
-    if (data && copied.data) PTB_CHECK(copy_mapped(*copied.data, job.staging / data_path));
+    if (data && copied.data) PTB_CHECK(copy_mapped(*copied.data, job.staging / data_path, job.request.progress));
     return std::make_pair(merged, files);
   }
 
@@ -403,7 +406,7 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
   });
   for (size_t i : order) {
     std::string program_path = part_target_program_path(job.name, plan.targets[i].name());
-    PTB_CHECK(copy_mapped(plan.exports[i].pte().file(), job.staging / program_path));
+    PTB_CHECK(copy_mapped(plan.exports[i].pte().file(), job.staging / program_path, job.request.progress));
     PTB_TRY(ManifestFile program, file_entry(job.staging, program_path, FileRole::Program, plan.targets[i].name()));
     files.push_back(program);
   }
@@ -413,7 +416,7 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
     }
   }
   const PtdFile* shared_data = plan.exports.front().ptd();
-  if (data && shared_data) PTB_CHECK(copy_mapped(shared_data->file(), job.staging / data_path));
+  if (data && shared_data) PTB_CHECK(copy_mapped(shared_data->file(), job.staging / data_path, job.request.progress));
   return std::make_pair(merged, files);
 }
 
@@ -433,11 +436,25 @@ Status check_inputs_unchanged(const std::vector<InputBundle>& bundles, const Bun
   IntegrityOptions options;
   options.keys = request.keys;
   options.threads = std::max<unsigned>(1, cores / static_cast<unsigned>(bundles.size()));
+  // The bundles are hashed at once: their steps are reported as one.
+  uint64_t listed_bytes = 0;
+  for (const InputBundle& bundle : bundles)
+    for (const ManifestPart& part : bundle.manifest().parts)
+      for (const ManifestFile& file : part.files) listed_bytes += file.size;
+  ProgressCounter all(request.progress, listed_bytes, "checking the input bundles");
+  std::vector<uint64_t> reported(bundles.size(), 0);
+  std::vector<IntegrityOptions> per_bundle(bundles.size(), options);
+  for (size_t b = 0; b < bundles.size() && request.progress; ++b) {
+    per_bundle[b].progress = [&all, &reported, b](uint64_t done, uint64_t, const std::string&) {
+      if (done > reported[b]) all.add(done - reported[b]);
+      reported[b] = std::max(reported[b], done);
+    };
+  }
   std::vector<Status> results(bundles.size());
   std::vector<std::thread> pool;
   for (size_t b = 1; b < bundles.size(); ++b)
-    pool.emplace_back([&, b] { results[b] = check_opened(bundles[b], options); });
-  results[0] = check_opened(bundles[0], options);
+    pool.emplace_back([&, b] { results[b] = check_opened(bundles[b], per_bundle[b]); });
+  results[0] = check_opened(bundles[0], per_bundle[0]);
   for (auto& thread : pool) thread.join();
   for (const Status& status : results) PTB_CHECK(status);
   return {};
@@ -531,7 +548,7 @@ Result<BundleMergeResult> merge_bundles(const BundleMergeRequest& request) {
       part.files.push_back(entry);
     }
     if (const ManifestFile* testcase = first.find_file(FileRole::Testcase)) {
-      PTB_CHECK(copy_mapped(bundles.front().part(first.name).testcase->file(), staging.path() / testcase->path));
+      PTB_CHECK(copy_mapped(bundles.front().part(first.name).testcase->file(), staging.path() / testcase->path, request.progress));
       PTB_TRY(ManifestFile entry, file_entry(staging.path(), testcase->path, FileRole::Testcase, std::nullopt, testcase));
       part.files.push_back(entry);
     }

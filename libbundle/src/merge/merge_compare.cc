@@ -73,7 +73,7 @@ bool before(const Mismatch& a, const Mismatch& b) {
 
 class Comparer {
  public:
-  Comparer(const std::vector<CompareGroup>& groups) : groups_(groups) {
+  Comparer(const std::vector<CompareGroup>& groups, ProgressCounter& progress) : groups_(groups), progress_(progress) {
     for (size_t g = 0; g < groups.size(); ++g) {
       uint64_t size = groups[g].reference.bytes.size();
       for (uint64_t offset = 0; offset < size; offset += kSlice) {
@@ -113,6 +113,7 @@ class Comparer {
     }
     advise(group.reference.file, reference, MADV_DONTNEED, kFaultAround);
     bytes_read_.fetch_add(read);
+    progress_.add(read);
   }
 
   // Units are taken in order, so once a mismatch is known every earlier unit
@@ -125,6 +126,7 @@ class Comparer {
   }
 
   const std::vector<CompareGroup>& groups_;
+  ProgressCounter& progress_;
   std::vector<Unit> units_;
   std::atomic<size_t> next_{0};
   std::atomic<bool> stop_{false};
@@ -161,9 +163,10 @@ std::optional<uint64_t> first_difference(Bytes a, Bytes b) {
 
 std::optional<Mismatch> compare_groups(const std::vector<CompareGroup>& groups, unsigned threads,
                                        CompareStats& stats) {
-  Comparer comparer(groups);
   uint64_t total = 0;
   for (const CompareGroup& group : groups) total += group.reference.bytes.size() * (1 + group.candidates.size());
+  ProgressCounter progress(stats.progress, total, "comparing weights");
+  Comparer comparer(groups, progress);
   unsigned count = total < kParallelThreshold ? 1 : comparison_threads(threads);
   std::vector<std::thread> helpers;
   for (unsigned i = 1; i < count; ++i) helpers.emplace_back([&comparer] { comparer.work(); });

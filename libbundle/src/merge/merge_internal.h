@@ -74,6 +74,7 @@ struct Mismatch {
 
 struct CompareStats {
   uint64_t bytes_read = 0;
+  Progress progress;  // each compare_groups a step, "comparing weights"
 };
 
 // memcmp over mapped memory in slices, on `threads` threads, each slice's

@@ -91,7 +91,7 @@ std::vector<ContentKeyDigest> content_keys_of(const std::string& path) {
 
 // Every key, needed or not: export and merge carry both files whole. The
 // blobs are hashed in parallel, largest first.
-Status check_program_content_keys(const ProgramWithData& program) {
+Status check_program_content_keys(const ProgramWithData& program, const Progress& progress) {
   struct Blob {
     const MappedFile* file;
     std::string path, where, key;
@@ -111,11 +111,14 @@ Status check_program_content_keys(const ProgramWithData& program) {
     }
   }
   std::sort(blobs.begin(), blobs.end(), [](const Blob& a, const Blob& b) { return a.size > b.size; });
+  uint64_t blob_bytes = 0;
+  for (const Blob& blob : blobs) blob_bytes += blob.size;
+  ProgressCounter counter(progress, blob_bytes, "hashing the content-addressed blobs of " + pte.name());
   std::vector<Result<std::string>> digests(blobs.size(), std::string());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next.fetch_add(1); i < blobs.size(); i = next.fetch_add(1))
-      digests[i] = sha256_file_range(*blobs[i].file, blobs[i].offset, blobs[i].size);
+      digests[i] = sha256_file_range(*blobs[i].file, blobs[i].offset, blobs[i].size, &counter);
   };
   const size_t threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), blobs.size());
   std::vector<std::thread> pool;

@@ -117,7 +117,7 @@ unsigned usable_cores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-void hash_file(const std::string& path, FileDigest& file) {
+void hash_file(const std::string& path, FileDigest& file, ProgressCounter* progress) {
   // The walk saw a regular file; it may have become a FIFO or a link since:
   // neither is followed or waited on (O_NONBLOCK), fstat below refuses both.
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
@@ -125,11 +125,11 @@ void hash_file(const std::string& path, FileDigest& file) {
     file.error = std::string("cannot open: ") + std::strerror(errno);
     return;
   }
-  hash_descriptor(fd, file);
+  hash_descriptor(fd, file, progress);
   ::close(fd);
 }
 
-void hash_descriptor(int fd, FileDigest& file) {
+void hash_descriptor(int fd, FileDigest& file, ProgressCounter* progress) {
   struct stat info {};
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
     file.error = "not a regular file";
@@ -152,6 +152,7 @@ void hash_descriptor(int fd, FileDigest& file) {
       error = read_chunks(fd, size, buffer, at, [&](Bytes chunk) {
         whole.update(chunk);
         ranges.feed(at, chunk);
+        if (progress) progress->add(chunk.size());
       });
     }
   } else {
@@ -170,6 +171,7 @@ void hash_descriptor(int fd, FileDigest& file) {
         whole.update(bytes);
         ring.offsets[slot] = at;
         ring.lengths[slot] = bytes.size();
+        if (progress) progress->add(bytes.size());
       });
       if (!error.empty()) break;
       ring.produced.store(++published, std::memory_order_release);
@@ -191,6 +193,6 @@ void hash_descriptor(int fd, FileDigest& file) {
 
 namespace ptb {
 
-void hash_open_file(int fd, FileDigest& file) { detail::hash_descriptor(fd, file); }
+void hash_open_file(int fd, FileDigest& file, ProgressCounter* progress) { detail::hash_descriptor(fd, file, progress); }
 
 }  // namespace ptb

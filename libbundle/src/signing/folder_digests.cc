@@ -50,6 +50,9 @@ Result<FolderDigests> hash_folder(const std::string& dir, const FolderHashOption
   }
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return entries[a].size > entries[b].size; });
 
+  uint64_t to_hash = 0;
+  for (size_t i : order) to_hash += entries[i].size;
+  ProgressCounter progress(options.progress, to_hash, "hashing " + dir);
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t at = next.fetch_add(1); at < order.size(); at = next.fetch_add(1)) {
@@ -57,10 +60,10 @@ Result<FolderDigests> hash_folder(const std::string& dir, const FolderHashOption
       const std::string path = (fs::path(dir) / entry.path).string();
       if (auto open = options.open_files.find(entry.path); open != options.open_files.end()) {
         if (options.content_keys) entry.content_keys = open->second.content_keys;
-        hash_open_file(open->second.fd, entry);
+        hash_open_file(open->second.fd, entry, &progress);
       } else {
         if (options.content_keys) entry.content_keys = content_keys_of(path);
-        detail::hash_file(path, entry);
+        detail::hash_file(path, entry, &progress);
       }
     }
   };

@@ -147,6 +147,7 @@ Result<SignReport> sign_bundle(const SignOptions& options) {
   FolderHashOptions hashing;
   hashing.ignore = ignore;
   hashing.threads = options.threads;
+  hashing.progress = options.progress;
   for (const ManifestPart& part : manifest.parts)
     for (const ManifestFile& listed : part.files) hashing.expected_sizes[listed.path] = listed.size;
   PTB_TRY(FolderDigests digests, hash_folder(dir, hashing));

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ptbundle/base/file.h"
+#include "ptbundle/base/progress.h"
 #include "ptbundle/base/result.h"
 
 namespace ptb {
@@ -35,7 +36,9 @@ std::string to_hex(const Digest& digest);
 // keeps nothing of it resident, and costs less than faulting the mapping in.
 // A range past the end, a failed read, or a file cut short while it is read
 // is an error naming the file and the offset, never a digest of fewer bytes.
-Result<std::string> sha256_file_range(const MappedFile& file, uint64_t offset, uint64_t size);
+// `progress` (may be null) gets the bytes as they are hashed.
+Result<std::string> sha256_file_range(const MappedFile& file, uint64_t offset, uint64_t size,
+                                      ProgressCounter* progress = nullptr);
 // The whole regular file at `path`, opened with no symlink followed.
 Result<std::string> sha256_file(const std::string& path);
 

@@ -50,7 +50,7 @@ struct PtdWriteLayout {
 // Checks keys (non-empty, unique) and segment indices, then writes to `out`
 // (not committed). `progress` receives bytes written of the whole file.
 Result<PtdWriteLayout> write_ptd(AtomicOutput& out, const PtdContents& contents,
-                                 const PtdWriteOptions& options = {}, const CopyProgress& progress = {});
+                                 const PtdWriteOptions& options = {}, const Progress& progress = {});
 
 Result<PtdWriteLayout> write_ptd_file(const std::string& path, const PtdContents& contents,
                                       const PtdWriteOptions& options = {});

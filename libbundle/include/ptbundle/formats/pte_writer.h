@@ -48,7 +48,7 @@ SegmentPlan plan_segments(const std::vector<SegmentSource>& segments, uint64_t s
 // written). `progress` receives bytes written of the whole file.
 Result<PteWriteLayout> write_pte(AtomicOutput& out, fb::ProgramT& program,
                                  const std::vector<SegmentSource>& segments,
-                                 const PteWriteOptions& options = {}, const CopyProgress& progress = {});
+                                 const PteWriteOptions& options = {}, const Progress& progress = {});
 
 // The same, into `path`, committed.
 Result<PteWriteLayout> write_pte_file(const std::string& path, fb::ProgramT& program,

@@ -10,12 +10,10 @@
 #include <string>
 
 #include "ptbundle/base/file.h"
+#include "ptbundle/base/progress.h"
 #include "ptbundle/base/result.h"
 
 namespace ptb {
-
-// Called while large copies run: bytes done so far of `total` for one file.
-using CopyProgress = std::function<void(uint64_t done, uint64_t total)>;
 
 struct SegmentSource {
   // Not owned: the caller keeps the bytes, or the mapped file, alive until
@@ -34,8 +32,9 @@ struct SegmentSource {
   uint64_t alignment = 1;
 
   // Appends the bytes to `out`: memory by write(), a file range through
-  // AtomicOutput::copy_from in slices, reporting progress between slices.
-  Status write_to(AtomicOutput& out, const CopyProgress& progress = {}) const;
+  // AtomicOutput::copy_from in slices, reporting progress between slices
+  // (bytes of this segment, "writing " and the output's path).
+  Status write_to(AtomicOutput& out, const Progress& progress = {}) const;
 };
 
 // The smallest multiple of `alignment` (a power of two or any positive

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ptbundle/base/file.h"
+#include "ptbundle/base/progress.h"
 #include "ptbundle/base/result.h"
 #include "ptbundle/inspect/inspect_model.h"
 
@@ -18,6 +19,7 @@ namespace ptb {
 
 struct InspectOptions {
   bool sha256 = false;
+  Progress progress;  // with sha256: the bytes as they are hashed
 };
 
 // What one path holds; its kind (InspectedFile::kind) is file_kind.h's

@@ -20,6 +20,7 @@
 #include "ptbundle/formats/bpte.h"
 #include "ptbundle/formats/cuda_payload.h"
 #include "ptbundle/base/file.h"
+#include "ptbundle/base/progress.h"
 #include "ptbundle/bundle/manifest.h"
 #include "ptbundle/formats/pt2.h"
 #include "ptbundle/formats/ptd.h"
@@ -162,6 +163,7 @@ struct IntegrityOptions {
   // (checked first), and its files must be exactly the signed ones.
   std::vector<PublicKey> keys;
   unsigned threads = 0;  // hashing threads; 0: one per core
+  Progress progress;     // the bytes of a bundle's files as they are hashed
   // Every PATH must be a bundle whose signature was checked: an unsigned
   // bundle fails, and so does a signed one when no key was given (its
   // signature would be unchecked), and any PATH that is not a bundle.

@@ -24,6 +24,7 @@
 
 #include "ptbundle/formats/cuda_payload.h"
 #include "ptbundle/base/file.h"
+#include "ptbundle/base/progress.h"
 #include "ptbundle/bundle/manifest.h"
 #include "ptbundle/base/result.h"
 #include "ptbundle/signing/keys.h"
@@ -51,6 +52,7 @@ struct MergeRequest {
   bool check_kernels = true;
   // Threads comparing weights; 0: one per core, at most 4.
   unsigned threads = 0;
+  Progress progress;  // the inputs' bytes as they are hashed and compared
 };
 
 enum class VariantKind { Cubin, PtxFallback };
@@ -147,6 +149,7 @@ struct BundleMergeRequest {
   // (check_bundle_unchanged): with keys, each must carry a signature one of
   // them verifies.
   std::vector<PublicKey> keys;
+  Progress progress;  // the inputs' bytes as they are checked and compared, the outputs' as they are copied
 };
 
 enum class PartMergeLayout { Identical, MultiVariant, PerTarget };

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "ptbundle/base/progress.h"
 #include "ptbundle/base/result.h"
 
 namespace ptb {
@@ -74,6 +75,8 @@ struct FolderHashOptions {
     std::vector<ContentKeyDigest> content_keys;
   };
   std::map<std::string, OpenFile> open_files;
+  // Bytes hashed of all the files to hash, as one step "hashing DIR".
+  Progress progress;
 };
 
 struct FolderDigests {
@@ -109,7 +112,8 @@ std::vector<ContentKeyDigest> content_keys_of(const PtdFile& ptd);
 
 // One file's SHA-256 and its `file.content_keys` (offsets in the file) in one
 // read through `fd`, which stays open; an error is recorded in `file.error`.
-void hash_open_file(int fd, FileDigest& file);
+// `progress` (may be null) gets the bytes as they are read.
+void hash_open_file(int fd, FileDigest& file, ProgressCounter* progress = nullptr);
 
 // "<64 lowercase hex>_so_blob" or "<64 lowercase hex>_weights_blob".
 bool is_content_addressed_key(const std::string& key);
@@ -120,6 +124,6 @@ bool is_content_addressed_key(const std::string& key);
 // that carry such a program into a bundle (export, merge of .pte files), so
 // that they never write one verify fails, nor give a replaced blob a new,
 // matching key.
-Status check_program_content_keys(const ProgramWithData& program);
+Status check_program_content_keys(const ProgramWithData& program, const Progress& progress = {});
 
 }  // namespace ptb

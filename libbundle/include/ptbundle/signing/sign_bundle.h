@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ptbundle/base/progress.h"
 #include "ptbundle/base/result.h"
 #include "ptbundle/signing/model_signature.h"
 
@@ -18,6 +19,7 @@ struct SignOptions {
   std::optional<std::string> password_file;  // its first line decrypts the key
   std::string output_name = kDefaultSignatureName;  // a file name ending in ".sig", inside the bundle
   unsigned threads = 0;                      // hashing threads; 0: one per core
+  Progress progress;                         // the bundle's bytes as they are hashed
 };
 
 // A file (or the subject) and its SHA-256, as sign's report lists them.

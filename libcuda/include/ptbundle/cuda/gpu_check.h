@@ -78,6 +78,7 @@ struct VerifyOptions {
   std::string driver_library = kDriverLibrary;
   std::vector<PublicKey> keys;  // bundles must be signed by one of them
   bool require_signature = false;  // IntegrityOptions::require_signature
+  Progress progress;               // IntegrityOptions::progress
 };
 
 // What verify found. fields(F&) describes it to a report printer, as every

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ptbundle/bundle/manifest.h"
+#include "ptbundle/base/progress.h"
 #include "ptbundle/base/result.h"
 
 namespace ptb {
@@ -46,9 +47,6 @@ Result<PartRequest> parse_part_argument(std::string_view text);
 // "PART=in0.npy,in1.npy:out0.npy,out1.npy", or "PART=in0.npy:" (inputs only).
 Result<std::pair<std::string, ExampleFiles>> parse_example_argument(std::string_view text);
 
-// Progress of one long copy: the bundle file being written, bytes done of total.
-using ExportProgress = std::function<void(const std::string& file, uint64_t done, uint64_t total)>;
-
 struct ExportOptions {
   std::string output_dir;
   std::vector<PartRequest> parts;
@@ -58,7 +56,7 @@ struct ExportOptions {
   std::optional<double> rtol;
   bool force = false;  // replace parts (and stray files) of the same name
   std::string tool_version;  // recorded as ptbundle_version
-  ExportProgress progress;
+  Progress progress;  // each bundle file as it is written
 };
 
 // What export did. fields(F&) describes it to a report printer, as every

@@ -23,11 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "ptbundle/base/progress.h"
+
 namespace ptb {
 
 struct RegistryOptions {
   bool plain_http = false;  // allow http:// to a registry that is not loopback
-  bool progress = false;    // a progress line on stderr (the CLI sets it on a terminal without -q)
+  Progress progress;        // each blob's bytes as they are sent or received
 };
 
 }  // namespace ptb
