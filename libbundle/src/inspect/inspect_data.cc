@@ -31,7 +31,7 @@ std::vector<InspectBundledValue> bundled_values_of(const std::vector<BundledValu
 
 }  // namespace
 
-Result<InspectDataFile> inspect_data(const PtdFile& ptd, const InspectOptions& options) {
+Result<InspectDataFile> inspect_data(const PtdFile& ptd, const InspectOptions& options, const InspectDigests& digests) {
   InspectDataFile out;
   const PtdHeader& header = ptd.header();
   out.header = {header.length, header.flatbuffer_offset, header.flatbuffer_size, header.segment_base_offset,
@@ -48,21 +48,21 @@ Result<InspectDataFile> inspect_data(const PtdFile& ptd, const InspectOptions& o
                                                entry.layout->dim_order};
     }
     if (options.sha256) {
-      PTB_TRY(blob.sha256, sha256_file_range(ptd.file(), entry.file_offset, entry.size));
+      PTB_TRY(blob.sha256, digests.range(ptd.file(), entry.file_offset, entry.size));
     }
     out.named_data.push_back(std::move(blob));
   }
   return out;
 }
 
-Result<InspectBundled> inspect_bundled(const BpteFile& bpte, const InspectOptions& options) {
+Result<InspectBundled> inspect_bundled(const BpteFile& bpte, const InspectOptions& options, const InspectDigests& digests) {
   InspectBundled out;
   out.version = bpte.version();
   out.program.offset = bpte.program().base_offset();
   out.program.size = bpte.program().bytes().size();
   // The program is borrowed from `bpte` for the length of this call.
   const ProgramWithData inner(std::shared_ptr<const PteFile>(std::shared_ptr<const PteFile>(), &bpte.program()), nullptr);
-  PTB_TRY(out.program.program, inspect_program(inner, options));
+  PTB_TRY(out.program.program, inspect_program(inner, options, digests));
   for (const auto& suite : bpte.test_suites()) {
     InspectTestSuite s;
     s.method = suite.method_name;
