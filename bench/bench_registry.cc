@@ -45,22 +45,6 @@ using namespace ptb::bench;
 
 namespace {
 
-void write_source_data(const fs::path& fixtures, const fs::path& out, uint64_t blob_size) {
-  std::vector<uint8_t> blob(blob_size);
-  std::mt19937_64 random(42);
-  for (size_t i = 0; i + 8 <= blob.size(); i += 8) {
-    const uint64_t v = random();
-    std::copy_n(reinterpret_cast<const uint8_t*>(&v), 8, blob.data() + i);
-  }
-  const std::string key = to_hex(sha256(Bytes(blob.data(), blob.size()))) + "_weights_blob";
-  auto original = need(PtdFile::open((fixtures / "cuda/named_sm90/encoder.ptd").string()));
-  PtdContents contents;
-  for (const auto& entry : original.entries())
-    contents.add(entry.key, SegmentSource::file_range(original.file(), entry.file_offset, entry.size), entry.layout);
-  contents.add(key, SegmentSource::memory(Bytes(blob.data(), blob.size())), std::nullopt);
-  need(write_ptd_file(out.string(), contents));
-}
-
 int free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -185,7 +169,7 @@ int main(int argc, char** argv) {
   RemoveOnExit cleanup{work, options.keep};
   fs::create_directories(work);
   const uint64_t blob = static_cast<uint64_t>(options.gib * (1ull << 30));
-  write_source_data(fixtures, work / "data.ptd", blob);
+  write_named_sm90_data(fixtures, work / "data.ptd", blob);
   const fs::path bundle = work / "bundle";
   run_seconds({options.cli, "export", "-o", bundle.string(), "--part",
                "part0=" + (fixtures / "cuda/named_sm90/model.pte").string() + "," + (work / "data.ptd").string()});

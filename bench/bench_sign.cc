@@ -40,23 +40,6 @@ using namespace ptb::bench;
 
 namespace {
 
-// named_sm90's data file plus `blob_size` random bytes stored under their SHA-256.
-void write_source_data(const fs::path& fixtures, const fs::path& out, uint64_t blob_size) {
-  std::vector<uint8_t> blob(blob_size);
-  std::mt19937_64 random(42);
-  for (size_t i = 0; i + 8 <= blob.size(); i += 8) {
-    const uint64_t v = random();
-    std::copy_n(reinterpret_cast<const uint8_t*>(&v), 8, blob.data() + i);
-  }
-  const std::string key = to_hex(sha256(Bytes(blob.data(), blob.size()))) + "_weights_blob";
-  auto original = need(PtdFile::open((fixtures / "cuda/named_sm90/encoder.ptd").string()));
-  PtdContents contents;
-  for (const auto& entry : original.entries())
-    contents.add(entry.key, SegmentSource::file_range(original.file(), entry.file_offset, entry.size), entry.layout);
-  contents.add(key, SegmentSource::memory(Bytes(blob.data(), blob.size())), std::nullopt);
-  need(write_ptd_file(out.string(), contents));
-}
-
 void write_key(const fs::path& key, const fs::path& pub) {
   EVP_PKEY* pkey = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
   if (!pkey) fail("cannot make a P-256 key");
@@ -163,7 +146,7 @@ int main(int argc, char** argv) {
 
   // The large one.
   const fs::path data = work.path / "source.ptd";
-  write_source_data(fixtures, data, per_part);
+  write_named_sm90_data(fixtures, data, per_part);
   const fs::path bundle = work.path / "large";
   export_bundle(options, fixtures, data, bundle, options.parts);
   fs::remove(data);

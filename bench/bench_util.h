@@ -13,10 +13,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "ptbundle/base/result.h"
+#include "ptbundle/base/sha256.h"
+#include "ptbundle/formats/ptd.h"
+#include "ptbundle/formats/ptd_writer.h"
+#include "ptbundle/formats/segment_source.h"
 
 namespace ptb::bench {
 
@@ -99,6 +104,27 @@ inline std::filesystem::path find_fixtures() {
     if (fs::is_directory(candidate / "cuda")) return fs::canonical(candidate);
   }
   return {};
+}
+
+// named_sm90's data file (fixtures/cuda/named_sm90/encoder.ptd) plus
+// `blob_size` random bytes stored under their SHA-256, as a weights blob
+// ExecuTorch names by content: a bundle exported from it has a large data
+// file whose key verify, export and inspect hash.
+inline void write_named_sm90_data(const std::filesystem::path& fixtures, const std::filesystem::path& out,
+                                  uint64_t blob_size) {
+  std::vector<uint8_t> blob(blob_size);
+  std::mt19937_64 random(42);
+  for (size_t i = 0; i + 8 <= blob.size(); i += 8) {
+    const uint64_t v = random();
+    std::copy_n(reinterpret_cast<const uint8_t*>(&v), 8, blob.data() + i);
+  }
+  const std::string key = to_hex(sha256(Bytes(blob.data(), blob.size()))) + "_weights_blob";
+  auto original = need(PtdFile::open((fixtures / "cuda/named_sm90/encoder.ptd").string()));
+  PtdContents contents;
+  for (const auto& entry : original.entries())
+    contents.add(entry.key, SegmentSource::file_range(original.file(), entry.file_offset, entry.size), entry.layout);
+  contents.add(key, SegmentSource::memory(Bytes(blob.data(), blob.size())), std::nullopt);
+  need(write_ptd_file(out.string(), contents));
 }
 
 struct ChildRun {
