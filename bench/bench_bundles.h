@@ -23,7 +23,7 @@
 namespace ptb::bench {
 
 // named_sm90's data file plus `blob_size` random bytes stored under their SHA-256.
-inline void write_source_data(const std::filesystem::path& fixtures, const std::filesystem::path& out,
+inline void write_named_sm90_data(const std::filesystem::path& fixtures, const std::filesystem::path& out,
                               uint64_t blob_size) {
   std::vector<uint8_t> blob(blob_size);
   std::mt19937_64 random(42);

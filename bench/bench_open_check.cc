@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   write_key(work.path / "key.pem", work.path / "pub.pem");
   const uint64_t per_part = static_cast<uint64_t>(options.gib * (1ull << 30)) / static_cast<uint64_t>(options.parts);
   const fs::path data = work.path / "source.ptd", bundle = work.path / "bundle";
-  write_source_data(fixtures, data, per_part);
+  write_named_sm90_data(fixtures, data, per_part);
   export_bundle(options.cli, fixtures, data, bundle, options.parts);
   fs::remove(data);
   if (run_child({options.cli, "sign", bundle.string(), "--key", (work.path / "key.pem").string()}).status != 0)

@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   RemoveOnExit cleanup{work, options.keep};
   fs::create_directories(work);
   const uint64_t blob = static_cast<uint64_t>(options.gib * (1ull << 30));
-  write_source_data(fixtures, work / "data.ptd", blob);
+  write_named_sm90_data(fixtures, work / "data.ptd", blob);
   const fs::path bundle = work / "bundle";
   run_seconds({options.cli, "export", "-o", bundle.string(), "--part",
                "part0=" + (fixtures / "cuda/named_sm90/model.pte").string() + "," + (work / "data.ptd").string()});

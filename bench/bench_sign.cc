@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
 
   // The large one.
   const fs::path data = work.path / "source.ptd";
-  write_source_data(fixtures, data, per_part);
+  write_named_sm90_data(fixtures, data, per_part);
   const fs::path bundle = work.path / "large";
   export_bundle(options.cli, fixtures, data, bundle, options.parts);
   fs::remove(data);

@@ -25,6 +25,7 @@
 #include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/npy.h"
 #include "ptbundle/formats/ptd.h"
+#include "ptbundle/formats/ptd_writer.h"
 #include "ptbundle/formats/segment_source.h"
 #include "ptbundle/signing/folder_digests.h"
 #include "ptbundle/base/file.h"
@@ -1020,6 +1021,56 @@ TEST_CASE("hostile: export, and merge of .pte files, refuse a library that does 
   CHECK(merged.exit_code == 1);
   CHECK(contains(merged.err, keys[0].key));
   CHECK_FALSE(fs::exists(dir / "m.pte"));
+}
+
+TEST_CASE("hostile: export refuses a data file whose weights do not hash to their content-addressed key") {
+  // export checks the data file's keys from the read that copies it: the
+  // check must still refuse a replaced blob, and leave no bundle behind.
+  // named_sm90's data file with a 20 MiB weights blob stored under its
+  // SHA-256, as ExecuTorch's CUDA backend names one (large enough that a
+  // second thread hashes it).
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  fs::copy_file(fixture("cuda/named_sm90/model.pte"), dir / "model.pte");
+  {
+    std::vector<uint8_t> blob(20u << 20);
+    for (size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+    auto original = PtdFile::open(fixture("cuda/named_sm90/encoder.ptd").string());
+    REQUIRE(original.ok());
+    PtdContents contents;
+    for (const auto& entry : original->entries())
+      contents.add(entry.key, SegmentSource::file_range(original->file(), entry.file_offset, entry.size), entry.layout);
+    contents.add(to_hex(sha256(Bytes(blob.data(), blob.size()))) + "_weights_blob",
+                 SegmentSource::memory(Bytes(blob.data(), blob.size())));
+    REQUIRE(write_ptd_file((dir / "encoder.ptd").string(), contents).ok());
+  }
+  const std::string part = "enc=" + (dir / "model.pte").string() + "," + (dir / "encoder.ptd").string();
+  auto keys = content_keys_of((dir / "encoder.ptd").string());
+  REQUIRE(keys.size() == 1);
+  auto good = run({"export", "-o", (dir / "good").string(), "--part", part});
+  REQUIRE_MESSAGE(good.exit_code == 0, good.err);
+  CHECK(sha256_file((dir / "good" / "enc.ptd").string()).value() == sha256_file((dir / "encoder.ptd").string()).value());
+  CHECK(run({"verify", (dir / "good").string(), "--gpu", "none"}).exit_code == 0);
+
+  flip_byte(dir / "encoder.ptd", keys[0].offset + keys[0].size / 2);
+  auto bundle = dir / "bundle";
+  auto exported = run({"export", "-o", bundle.string(), "--part", part});
+  CHECK(exported.exit_code == 1);
+  CHECK(contains(exported.err, (dir / "encoder.ptd").string()));
+  CHECK(contains(exported.err, keys[0].key));
+  CHECK(contains(exported.err, "hash to"));
+  CHECK_FALSE(fs::exists(bundle / "bundle.json"));
+  CHECK_FALSE(fs::exists(bundle / "enc.ptd"));
+
+  // The same blob replaced in the bundle's copy: verify and inspect still see it.
+  flip_byte(dir / "good" / "enc.ptd", keys[0].offset + keys[0].size / 2);
+  auto verified = run({"verify", (dir / "good").string(), "--gpu", "none"});
+  CHECK(verified.exit_code == 1);
+  CHECK(contains(verified.out, keys[0].key));
+  auto inspected = run({"inspect", "--sha256", "--json", (dir / "good").string()});
+  CHECK(inspected.exit_code == 0);
+  const auto doc = nlohmann::json::parse(inspected.out);
+  CHECK(doc["files"][0]["parts"][0]["files"][1]["sha256_matches"] == false);
 }
 
 TEST_CASE("hostile: verify --require-signature fails unsigned and unchecked bundles") {

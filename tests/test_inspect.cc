@@ -4,6 +4,9 @@
 #include <cstdlib>
 
 #include "fixture_dump.h"
+#include "ptbundle/base/sha256.h"
+#include "ptbundle/formats/ptd_writer.h"
+#include "ptbundle/formats/segment_source.h"
 #include "ptbundle/inspect/inspect.h"
 #include "ptbundle/bundle/manifest.h"
 
@@ -350,4 +353,27 @@ TEST_CASE("inspect: alignment of a file offset") {
   CHECK(offset_alignment(8576) == 128);
   CHECK(offset_alignment(3) == 1);
   CHECK(offset_alignment(1ull << 40) == 4096);
+}
+
+TEST_CASE("inspect --sha256: one read of a data file gives the file's digest and each blob's") {
+  // A large blob is hashed by a second thread from the buffers the file's
+  // digest is read through; each digest must equal one computed on its own.
+  TempDir dir;
+  std::vector<uint8_t> large(20u << 20), small(1000);
+  for (size_t i = 0; i < large.size(); ++i) large[i] = static_cast<uint8_t>((i * 2654435761u) >> 11);
+  for (size_t i = 0; i < small.size(); ++i) small[i] = static_cast<uint8_t>(i * 7);
+  PtdContents contents;
+  contents.add("large", SegmentSource::memory(Bytes(large.data(), large.size())));
+  contents.add("small", SegmentSource::memory(Bytes(small.data(), small.size())));
+  const std::string path = (dir / "w.ptd").string();
+  REQUIRE(write_ptd_file(path, contents).ok());
+  InspectOptions options;
+  options.sha256 = true;
+  auto inspected = inspect_path(path, options);
+  REQUIRE_MESSAGE(inspected.ok(), inspected.error().message);
+  CHECK(inspected->sha256 == sha256_file(path).value());
+  const auto& data = std::get<InspectDataFile>(inspected->body);
+  REQUIRE(data.named_data.size() == 2);
+  CHECK(data.named_data[0].sha256 == to_hex(sha256(Bytes(large.data(), large.size()))));
+  CHECK(data.named_data[1].sha256 == to_hex(sha256(Bytes(small.data(), small.size()))));
 }

@@ -5,7 +5,9 @@
 // Python's cryptography) in both directions; key types model_signing refuses
 // refused; encrypted keys; hostile signature files; writers removing the
 // signature they made invalid; the parallel hashing against plain SHA-256.
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <unistd.h>
 #include <openssl/pem.h>
 
 #include <doctest/doctest.h>
@@ -569,5 +571,73 @@ TEST_CASE("sign: inspect shows the signature's statement; sign --json and verify
                                      std::pair{"inspect", folder.out}}) {
     CAPTURE(schema);
     CHECK(schema_problem(schema, text) == "");
+  }
+}
+
+TEST_CASE("hash_open_file_copying: the copy gets every byte once, and the digests are of those bytes") {
+  TempDir dir;
+  // 3 MiB with a small blob (hashed by the reading thread) and 40 MiB with a
+  // 20 MiB blob (hashed by a second thread, which then copies).
+  for (uint64_t size : {uint64_t{3} << 20, uint64_t{40} << 20}) {
+    CAPTURE(size);
+    std::vector<uint8_t> bytes(static_cast<size_t>(size));
+    uint64_t state = 0x9e3779b97f4a7c15ull + size;
+    for (auto& b : bytes) {
+      state ^= state << 13;
+      state ^= state >> 7;
+      state ^= state << 17;
+      b = static_cast<uint8_t>(state);
+    }
+    const fs::path path = dir / ("file" + std::to_string(size));
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(size));
+    const uint64_t blob_offset = 4096 + 7, blob_size = size / 2;
+    const Bytes blob(bytes.data() + blob_offset, static_cast<size_t>(blob_size));
+    ContentKeyDigest key;
+    key.key = to_hex(sha256(blob)) + "_weights_blob";
+    key.where = "data file entry";
+    key.offset = blob_offset;
+    key.size = blob_size;
+    key.expected = key.key.substr(0, 64);
+
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    FileDigest digest;
+    digest.content_keys = {key};
+    std::vector<uint8_t> copied;
+    hash_open_file_copying(fd, digest, [&](Bytes chunk) {
+      copied.insert(copied.end(), chunk.begin(), chunk.end());
+      return std::string();
+    });
+    CHECK(digest.error.empty());
+    CHECK(copied == bytes);
+    CHECK(digest.size == size);
+    CHECK(digest.sha256 == to_hex(sha256(Bytes(bytes.data(), bytes.size()))));
+    REQUIRE(digest.content_keys.size() == 1);
+    CHECK(digest.content_keys[0].matches());
+    CHECK(check_content_key(path.string(), digest.content_keys[0]).ok());
+
+    // A copy that fails stops the read; its words become the error.
+    FileDigest failed;
+    failed.content_keys = {key};
+    int calls = 0;
+    hash_open_file_copying(fd, failed, [&](Bytes) { return ++calls == 2 ? std::string("no space left on device") : std::string(); });
+    CHECK(failed.error == "no space left on device");
+    CHECK(failed.sha256.empty());
+
+    // A replaced byte inside the blob: the key no longer matches, and the
+    // error names the file, the key and the digest found.
+    bytes[static_cast<size_t>(blob_offset + blob_size / 2)] ^= 0xff;
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(size));
+    FileDigest tampered;
+    tampered.content_keys = {key};
+    hash_open_file_copying(fd, tampered, [](Bytes) { return std::string(); });
+    REQUIRE(tampered.content_keys.size() == 1);
+    CHECK_FALSE(tampered.content_keys[0].matches());
+    Status refused = check_content_key(path.string(), tampered.content_keys[0]);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(contains(refused.error().message, path.string()));
+    CHECK(contains(refused.error().message, key.key));
+    CHECK(contains(refused.error().message, "hash to " + tampered.content_keys[0].actual));
+    ::close(fd);
   }
 }

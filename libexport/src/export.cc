@@ -114,7 +114,7 @@ class PartWriter {
     if (part.data_copy || part.data_contents) {
       PTB_TRY(auto ptd, begin(part.name, FileRole::Data));
       if (part.data_copy) {
-        PTB_CHECK(copy_whole(ptd, *part.data_copy));
+        PTB_CHECK(copy_whole(ptd, *part.data_copy, part.data_copy_keys));
       } else {
         PTB_TRY(auto written_layout, write_ptd(*ptd.output, *part.data_contents, {}, options_.progress));
         (void)written_layout;
@@ -167,20 +167,31 @@ class PartWriter {
   }
 
   // ExecuTorch's data file does not depend on the part's name, so it is
-  // copied byte for byte by the kernel while another thread hashes the
-  // source: the digest costs no extra wall time beyond the copy.
-  Status copy_whole(WrittenFile& file, const MappedFile& source) {
-    Result<std::string> digest = std::string();
-    std::thread hasher([&] { digest = sha256_file_range(source, 0, source.size()); });
-    auto copied = SegmentSource::file_range(source, 0, source.size()).write_to(*file.output, options_.progress);
-    hasher.join();
-    PTB_CHECK(copied);
-    if (!digest.ok()) return digest.take_error();
-    if (file.output->position() != source.size())
+  // copied whole. It is read once: each chunk is hashed (the file, and its
+  // content-addressed blobs on a second core) and written from the same
+  // buffer, so the digests recorded, and the keys checked, are of the very
+  // bytes the bundle holds, whatever happens to the source meanwhile.
+  Status copy_whole(WrittenFile& file, const MappedFile& source, const std::vector<ContentKeyDigest>& keys) {
+    FileDigest digest;
+    digest.path = source.path();
+    digest.content_keys = keys;
+    ProgressCounter progress(options_.progress, source.size(), "writing " + file.output->final_path());
+    hash_open_file_copying(source.fd(), digest, [&](Bytes chunk) -> std::string {
+      if (Status written = file.output->write(chunk); !written.ok()) return written.error().message;
+      progress.add(chunk.size());
+      return {};
+    });
+    if (!digest.error.empty()) return io_error(source.path() + ": " + digest.error);
+    if (digest.size != source.size() || file.output->position() != source.size())
       return io_error(file.output->final_path() + ": copied " + std::to_string(file.output->position()) + " of " +
-                      std::to_string(source.size()) + " bytes");
+                      std::to_string(source.size()) + " bytes of " + source.path() + " (changed while read?)");
+    // hash_open_file_copying keeps only the keys that lie inside the file,
+    // and the reader checked each does: one missing here is an error.
+    if (digest.content_keys.size() != keys.size())
+      return io_error(source.path() + ": a content-addressed blob lies past the end of the file (changed while read?)");
+    for (const ContentKeyDigest& key : digest.content_keys) PTB_CHECK(check_content_key(source.path(), key));
     file.entry.size = source.size();
-    file.entry.sha256 = *digest;
+    file.entry.sha256 = digest.sha256;
     return {};
   }
 

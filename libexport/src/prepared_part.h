@@ -18,6 +18,7 @@
 #include "ptbundle/formats/pte.h"
 #include "ptbundle/formats/segment_source.h"
 #include "ptbundle/program/program_with_data.h"
+#include "ptbundle/signing/folder_digests.h"
 
 namespace ptb::detail {
 
@@ -37,6 +38,8 @@ struct PreparedPart {
 
   // NAME.ptd: ExecuTorch's data file copied whole, or contents to write.
   const MappedFile* data_copy = nullptr;
+  // Its content-addressed keys, checked from the copy's read (export.cc).
+  std::vector<ContentKeyDigest> data_copy_keys;
   std::optional<PtdContents> data_contents;
 
   std::optional<PtdContents> testcase;

@@ -98,9 +98,10 @@ Result<PreparedPart> prepare_executorch_part(const PartRequest& request) {
   const PtdFile* ptd = program.ptd();
 
   // verify holds every "<sha256>_so_blob"/"<sha256>_weights_blob" key to
-  // the SHA-256 of its bytes: a replaced blob is refused here, so export
-  // never writes a bundle that verify fails.
-  PTB_CHECK(check_program_content_keys(program));
+  // the SHA-256 of its bytes: a replaced blob is refused, so export never
+  // writes a bundle that verify fails. The data file's keys are checked
+  // while it is copied (data_copy_keys), from the one read of its bytes.
+  PTB_CHECK(check_program_content_keys(program, DataFileKeys::CheckedByCopy));
   PTB_TRY(auto needs, keys_needed(program));
   bool data_needed = false;
   std::vector<Bytes> libraries;
@@ -135,6 +136,7 @@ Result<PreparedPart> prepare_executorch_part(const PartRequest& request) {
   }
   if (ptd) {
     part.data_copy = &ptd->file();
+    part.data_copy_keys = content_keys_of(*ptd);
     part.source.files.push_back(fs::path(ptd->path()).filename().string());
   }
 

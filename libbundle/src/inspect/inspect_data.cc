@@ -31,7 +31,7 @@ std::vector<InspectBundledValue> bundled_values_of(const std::vector<BundledValu
 
 }  // namespace
 
-Result<InspectDataFile> inspect_data(const PtdFile& ptd, const InspectOptions& options) {
+Result<InspectDataFile> inspect_data(const PtdFile& ptd, const InspectOptions& options, const InspectDigests& digests) {
   InspectDataFile out;
   const PtdHeader& header = ptd.header();
   out.header = {header.length, header.flatbuffer_offset, header.flatbuffer_size, header.segment_base_offset,
@@ -43,7 +43,6 @@ Result<InspectDataFile> inspect_data(const PtdFile& ptd, const InspectOptions& o
   }
   uint64_t blob_bytes = 0;
   for (const auto& entry : ptd.entries()) blob_bytes += entry.size;
-  ProgressCounter progress(options.progress, blob_bytes, "hashing the blobs of " + ptd.file().path());
   for (const auto& entry : ptd.entries()) {
     InspectDataBlob blob{entry.key, entry.segment_index, entry.size, entry.file_offset, offset_alignment(entry.file_offset), {}, {}};
     if (entry.layout) {
@@ -51,21 +50,21 @@ Result<InspectDataFile> inspect_data(const PtdFile& ptd, const InspectOptions& o
                                                entry.layout->dim_order};
     }
     if (options.sha256) {
-      PTB_TRY(blob.sha256, sha256_file_range(ptd.file(), entry.file_offset, entry.size, &progress));
+      PTB_TRY(blob.sha256, digests.range(ptd.file(), entry.file_offset, entry.size));
     }
     out.named_data.push_back(std::move(blob));
   }
   return out;
 }
 
-Result<InspectBundled> inspect_bundled(const BpteFile& bpte, const InspectOptions& options) {
+Result<InspectBundled> inspect_bundled(const BpteFile& bpte, const InspectOptions& options, const InspectDigests& digests) {
   InspectBundled out;
   out.version = bpte.version();
   out.program.offset = bpte.program().base_offset();
   out.program.size = bpte.program().bytes().size();
   // The program is borrowed from `bpte` for the length of this call.
   const ProgramWithData inner(std::shared_ptr<const PteFile>(std::shared_ptr<const PteFile>(), &bpte.program()), nullptr);
-  PTB_TRY(out.program.program, inspect_program(inner, options));
+  PTB_TRY(out.program.program, inspect_program(inner, options, digests));
   for (const auto& suite : bpte.test_suites()) {
     InspectTestSuite s;
     s.method = suite.method_name;

@@ -17,29 +17,31 @@
 namespace ptb {
 namespace {
 
-Result<InspectedFile> file_header(const MappedFile& file, FileKind kind, const std::string& path, const InspectOptions& options) {
+Result<InspectedFile> file_header(const MappedFile& file, FileKind kind, const std::string& path, const InspectOptions& options,
+                                  const detail::InspectDigests& digests) {
   InspectedFile out;
   out.path = path;
   out.kind = file_kind_name(kind);
   out.size = file.size();
   if (options.sha256) {
-    ProgressCounter progress(options.progress, file.size(), "hashing " + path);
-    PTB_TRY(out.sha256, sha256_file_range(file, 0, file.size(), &progress));
+    PTB_TRY(out.sha256, digests.whole(file));
   }
   return out;
 }
 
 // A program on its own: each file of a bundle is shown as itself, its data
 // file shown beside it.
-Result<InspectedFile> inspected_program(std::shared_ptr<const PteFile> pte, const std::string& path, const InspectOptions& options) {
-  PTB_TRY(InspectedFile out, file_header(pte->file(), FileKind::Pte, path, options));
-  PTB_TRY(out.body, detail::inspect_program(ProgramWithData(std::move(pte), nullptr), options));
+Result<InspectedFile> inspected_program(std::shared_ptr<const PteFile> pte, const std::string& path, const InspectOptions& options,
+                                        const detail::InspectDigests& digests) {
+  PTB_TRY(InspectedFile out, file_header(pte->file(), FileKind::Pte, path, options, digests));
+  PTB_TRY(out.body, detail::inspect_program(ProgramWithData(std::move(pte), nullptr), options, digests));
   return out;
 }
 
-Result<InspectedFile> inspected_data(const PtdFile& ptd, const std::string& path, const InspectOptions& options) {
-  PTB_TRY(InspectedFile out, file_header(ptd.file(), FileKind::Ptd, path, options));
-  PTB_TRY(out.body, detail::inspect_data(ptd, options));
+Result<InspectedFile> inspected_data(const PtdFile& ptd, const std::string& path, const InspectOptions& options,
+                                     const detail::InspectDigests& digests) {
+  PTB_TRY(InspectedFile out, file_header(ptd.file(), FileKind::Ptd, path, options, digests));
+  PTB_TRY(out.body, detail::inspect_data(ptd, options, digests));
   return out;
 }
 
@@ -72,17 +74,30 @@ Result<InspectSignature> inspect_signature(const MappedFile& file) {
 Result<InspectBundle> inspect_bundle_folder(const std::string& path, const InspectOptions& options) {
   PTB_TRY(Bundle bundle, Bundle::open(path));
   const BundleDir& dir = bundle.dir();
-  InspectBundle out;
+  // Every part open first, so that --sha256 hashes all their files at once.
+  std::vector<BundlePart> parts;
+  InspectDigests digests;
   for (const auto& entry : bundle.parts()) {
     PTB_TRY(BundlePart part, bundle.open_part(entry));
+    if (options.sha256) {
+      for (const BundleProgram& program : part.programs) want_digests(program.program->pte(), digests);
+      for (const auto& data : {part.data, part.testcase})
+        if (data) want_digests(*data, digests);
+    }
+    parts.push_back(std::move(part));
+  }
+  if (options.sha256) digests.compute(options.progress, "hashing " + path);
+  InspectBundle out;
+  for (const BundlePart& part : parts) {
     InspectPart p;
-    p.name = entry->name;
+    p.name = part.entry->name;
     size_t program = 0;
-    for (const ManifestFile& file : entry->files) {
+    for (const ManifestFile& file : part.entry->files) {
       const std::string shown = dir.display(file.path);
-      Result<InspectedFile> inner = file.role == FileRole::Program
-                                        ? inspected_program(part.programs[program++].program->pte_ptr(), shown, options)
-                                        : inspected_data(file.role == FileRole::Data ? *part.data : *part.testcase, shown, options);
+      Result<InspectedFile> inner =
+          file.role == FileRole::Program
+              ? inspected_program(part.programs[program++].program->pte_ptr(), shown, options, digests)
+              : inspected_data(file.role == FileRole::Data ? *part.data : *part.testcase, shown, options, digests);
       if (!inner.ok()) return inner.take_error();
       p.files.push_back(part_file(file, std::move(*inner)));
     }
@@ -109,16 +124,25 @@ Result<InspectedFile> inspect_path(const std::string& path, const InspectOptions
     PTB_TRY(out.body, detail::inspect_bundle_folder(path, options));
     return out;
   }
-  // One mapping per file: the bytes that told its kind are the ones its reader parses.
+  // One mapping per file: the bytes that told its kind are the ones its
+  // reader parses, and (--sha256) the ones hashed, once, after the parse
+  // has said which ranges the model shows.
   MappedFile& mapped = *input.file;
-  PTB_TRY(InspectedFile out, file_header(mapped, input.kind, path, options));
+  detail::InspectDigests digests;
+  auto header = [&](const MappedFile& file) -> Result<InspectedFile> {
+    if (options.sha256) digests.compute(options.progress, "hashing " + path);
+    return file_header(file, input.kind, path, options, digests);
+  };
+  InspectedFile out;
   switch (input.kind) {
     case FileKind::Signature: {
+      PTB_TRY(out, header(mapped));
       PTB_TRY(out.body, detail::inspect_signature(mapped));
       break;
     }
     case FileKind::Pt2: {
       // libzip reads the archive through its own handle; the mapping served the kind, size and digest.
+      PTB_TRY(out, header(mapped));
       PTB_TRY(out.body, detail::inspect_package(path, options));
       break;
     }
@@ -126,17 +150,27 @@ Result<InspectedFile> inspect_path(const std::string& path, const InspectOptions
       auto owner = std::make_shared<const MappedFile>(std::move(mapped));
       Bytes bytes = owner->bytes();
       PTB_TRY(PteFile pte, PteFile::parse(std::move(owner), bytes, path));
-      PTB_TRY(out.body, detail::inspect_program(ProgramWithData(std::make_shared<const PteFile>(std::move(pte)), nullptr), options));
+      if (options.sha256) detail::want_digests(pte, digests);
+      PTB_TRY(out, header(pte.file()));
+      PTB_TRY(out.body, detail::inspect_program(ProgramWithData(std::make_shared<const PteFile>(std::move(pte)), nullptr),
+                                                options, digests));
       break;
     }
     case FileKind::Ptd: {
       PTB_TRY(PtdFile ptd, PtdFile::parse(std::move(mapped)));
-      PTB_TRY(out.body, detail::inspect_data(ptd, options));
+      if (options.sha256) detail::want_digests(ptd, digests);
+      PTB_TRY(out, header(ptd.file()));
+      PTB_TRY(out.body, detail::inspect_data(ptd, options, digests));
       break;
     }
     case FileKind::Bpte: {
       PTB_TRY(BpteFile bpte, BpteFile::parse(std::move(mapped)));
-      PTB_TRY(out.body, detail::inspect_bundled(bpte, options));
+      if (options.sha256) {
+        digests.want(bpte.file());
+        detail::want_digests(bpte.program(), digests);
+      }
+      PTB_TRY(out, header(bpte.file()));
+      PTB_TRY(out.body, detail::inspect_bundled(bpte, options, digests));
       break;
     }
     case FileKind::Bundle: break;

@@ -183,7 +183,8 @@ InspectConstants constants_of(const fb::Program& program) {
 
 }  // namespace
 
-Result<InspectProgram> inspect_program(const ProgramWithData& program, const InspectOptions& options) {
+Result<InspectProgram> inspect_program(const ProgramWithData& program, const InspectOptions& options,
+                                       const InspectDigests& digests) {
   const PteFile& pte = program.pte();
   InspectProgram out;
   if (const auto& header = pte.extended_header()) {
@@ -211,13 +212,12 @@ Result<InspectProgram> inspect_program(const ProgramWithData& program, const Ins
   auto users = segment_users(pte, methods);
   uint64_t segment_bytes = 0;
   for (const PteSegment& segment : pte.segments()) segment_bytes += segment.size;
-  ProgressCounter progress(options.progress, segment_bytes, "hashing the segments of " + pte.file().path());
   for (size_t s = 0; s < pte.segments().size(); ++s) {
     const PteSegment& segment = pte.segments()[s];
     uint64_t file_offset = pte.base_offset() + segment.file_offset;
     InspectSegment j{s, segment.offset, segment.size, file_offset, offset_alignment(file_offset), std::move(users[s]), {}};
     if (options.sha256) {
-      PTB_TRY(j.sha256, sha256_file_range(pte.file(), file_offset, segment.size, &progress));
+      PTB_TRY(j.sha256, digests.range(pte.file(), file_offset, segment.size));
     }
     out.segments.push_back(std::move(j));
   }

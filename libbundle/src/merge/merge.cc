@@ -141,13 +141,13 @@ Result<MergeResult> merge_programs(const MergeRequest& request) {
   // given a new key that matches it.
   for (const MergeSource& source : request.inputs) {
     PTB_TRY(Export loaded, load_export(source, false));
-    PTB_CHECK(check_program_content_keys(*loaded.program, request.progress));
+    PTB_CHECK(check_program_content_keys(*loaded.program, DataFileKeys::Check, request.progress));
     regular.push_back(std::move(loaded));
   }
   std::unique_ptr<Export> fallback;
   if (request.fallback) {
     PTB_TRY(Export loaded, load_export(*request.fallback, true));
-    PTB_CHECK(check_program_content_keys(*loaded.program, request.progress));
+    PTB_CHECK(check_program_content_keys(*loaded.program, DataFileKeys::Check, request.progress));
     fallback = std::make_unique<Export>(std::move(loaded));
   }
   LibraryScanCache scans(request.check_kernels);

@@ -89,9 +89,17 @@ std::vector<ContentKeyDigest> content_keys_of(const std::string& path) {
   return {};
 }
 
+Status check_content_key(const std::string& path, const ContentKeyDigest& key) {
+  if (key.matches()) return {};
+  return invalid(path + ": " + key.where + " \"" + key.key + "\": its " + std::to_string(key.size) + " bytes at offset " +
+                 std::to_string(key.offset) + " hash to " + key.actual +
+                 "; expected the SHA-256 the key names (the blob was replaced after ExecuTorch wrote it); "
+                 "export the model again with ExecuTorch");
+}
+
 // Every key, needed or not: export and merge carry both files whole. The
 // blobs are hashed in parallel, largest first.
-Status check_program_content_keys(const ProgramWithData& program, const Progress& progress) {
+Status check_program_content_keys(const ProgramWithData& program, DataFileKeys data_file_keys, const Progress& progress) {
   struct Blob {
     const MappedFile* file;
     std::string path, where, key;
@@ -104,7 +112,7 @@ Status check_program_content_keys(const ProgramWithData& program, const Progress
     const PteSegment& segment = pte.segments()[entry.segment_index];
     blobs.push_back({&pte.file(), pte.name(), "named data", entry.key, pte.base_offset() + segment.file_offset, segment.size});
   }
-  if (const PtdFile* ptd = program.ptd()) {
+  if (const PtdFile* ptd = program.ptd(); ptd && data_file_keys == DataFileKeys::Check) {
     for (const PtdEntry& entry : ptd->entries()) {
       if (!is_content_addressed_key(entry.key)) continue;
       blobs.push_back({&ptd->file(), ptd->path(), "data file entry", entry.key, entry.file_offset, entry.size});
@@ -127,11 +135,14 @@ Status check_program_content_keys(const ProgramWithData& program, const Progress
   for (auto& thread : pool) thread.join();
   for (size_t i = 0; i < blobs.size(); ++i) {
     if (!digests[i].ok()) return digests[i].take_error();
-    if (*digests[i] == blobs[i].key.substr(0, 64)) continue;
-    return invalid(blobs[i].path + ": " + blobs[i].where + " \"" + blobs[i].key + "\": its " + std::to_string(blobs[i].size) +
-                   " bytes at offset " + std::to_string(blobs[i].offset) + " hash to " + *digests[i] +
-                   "; expected the SHA-256 the key names (the blob was replaced after ExecuTorch wrote it); "
-                   "export the model again with ExecuTorch");
+    ContentKeyDigest digest;
+    digest.key = blobs[i].key;
+    digest.where = blobs[i].where;
+    digest.offset = blobs[i].offset;
+    digest.size = blobs[i].size;
+    digest.expected = blobs[i].key.substr(0, 64);
+    digest.actual = *digests[i];
+    PTB_CHECK(check_content_key(blobs[i].path, digest));
   }
   return {};
 }

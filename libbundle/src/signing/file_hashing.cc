@@ -9,6 +9,11 @@
 // thread hashes them from the buffers the first one filled, a few chunks
 // behind it, so that a large file costs two cores for the time of one pass
 // instead of one core for two passes.
+//
+// A copy (export's data file) takes each chunk too, once both streams have
+// it: the digests are of the very bytes written, and the source is read
+// once. It runs on the thread that finishes with a chunk last (the blob
+// thread where there is one), so that the two cores share the work evenly.
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -75,9 +80,10 @@ struct Ring {
   std::array<size_t, kSlots> lengths{};
   std::atomic<uint64_t> produced{0};  // chunks filled; kDone set when no more will come
   std::atomic<uint64_t> consumed{0};  // chunks the blob thread is finished with
+  std::atomic<bool> failed{false};    // the copy failed: the reader stops
 };
 
-void follow(Ring& ring, RangeDigests& ranges) {
+void follow(Ring& ring, RangeDigests& ranges, const ChunkCopy* copy, std::string& copy_error) {
   for (uint64_t chunk = 0;; ++chunk) {
     uint64_t seen = ring.produced.load(std::memory_order_acquire);
     while ((seen & ~Ring::kDone) <= chunk) {
@@ -86,7 +92,12 @@ void follow(Ring& ring, RangeDigests& ranges) {
       seen = ring.produced.load(std::memory_order_acquire);
     }
     const size_t slot = chunk % kSlots;
-    ranges.feed(ring.offsets[slot], Bytes(ring.slots[slot].data(), ring.lengths[slot]));
+    const Bytes bytes(ring.slots[slot].data(), ring.lengths[slot]);
+    ranges.feed(ring.offsets[slot], bytes);
+    if (copy && copy_error.empty()) {
+      copy_error = (*copy)(bytes);
+      if (!copy_error.empty()) ring.failed.store(true, std::memory_order_release);
+    }
     ring.consumed.store(chunk + 1, std::memory_order_release);
     ring.consumed.notify_one();
   }
@@ -125,11 +136,11 @@ void hash_file(const std::string& path, FileDigest& file, ProgressCounter* progr
     file.error = std::string("cannot open: ") + std::strerror(errno);
     return;
   }
-  hash_descriptor(fd, file, progress);
+  hash_descriptor(fd, file, progress, nullptr);
   ::close(fd);
 }
 
-void hash_descriptor(int fd, FileDigest& file, ProgressCounter* progress) {
+void hash_descriptor(int fd, FileDigest& file, ProgressCounter* progress, const ChunkCopy* copy) {
   struct stat info {};
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
     file.error = "not a regular file";
@@ -146,6 +157,7 @@ void hash_descriptor(int fd, FileDigest& file, ProgressCounter* progress) {
   Sha256 whole;
   RangeDigests ranges(keys);
   std::string error;
+  std::string copy_error;
   if (blob_bytes < kFollowerBytes) {
     std::vector<uint8_t> buffer(static_cast<size_t>(std::min<uint64_t>(kChunk, std::max<uint64_t>(size, 1))));
     for (uint64_t at = 0; at < size && error.empty(); at += kChunk) {
@@ -153,14 +165,16 @@ void hash_descriptor(int fd, FileDigest& file, ProgressCounter* progress) {
         whole.update(chunk);
         ranges.feed(at, chunk);
         if (progress) progress->add(chunk.size());
+        if (copy) copy_error = (*copy)(chunk);
       });
+      if (!copy_error.empty()) break;
     }
   } else {
     Ring ring;
     for (auto& slot : ring.slots) slot.resize(kChunk);
-    std::thread follower([&] { follow(ring, ranges); });
+    std::thread follower([&] { follow(ring, ranges, copy, copy_error); });
     uint64_t published = 0;
-    for (uint64_t at = 0; at < size && error.empty(); at += kChunk) {
+    for (uint64_t at = 0; at < size && error.empty() && !ring.failed.load(std::memory_order_acquire); at += kChunk) {
       uint64_t consumed = ring.consumed.load(std::memory_order_acquire);
       while (published - consumed >= kSlots) {
         ring.consumed.wait(consumed, std::memory_order_acquire);
@@ -181,6 +195,7 @@ void hash_descriptor(int fd, FileDigest& file, ProgressCounter* progress) {
     ring.produced.notify_one();
     follower.join();
   }
+  if (error.empty() && !copy_error.empty()) error = copy_error;
   if (!error.empty()) {
     file.error = error;
     return;
@@ -193,6 +208,12 @@ void hash_descriptor(int fd, FileDigest& file, ProgressCounter* progress) {
 
 namespace ptb {
 
-void hash_open_file(int fd, FileDigest& file, ProgressCounter* progress) { detail::hash_descriptor(fd, file, progress); }
+void hash_open_file(int fd, FileDigest& file, ProgressCounter* progress) {
+  detail::hash_descriptor(fd, file, progress, nullptr);
+}
+
+void hash_open_file_copying(int fd, FileDigest& file, const ChunkCopy& copy) {
+  detail::hash_descriptor(fd, file, nullptr, &copy);
+}
 
 }  // namespace ptb

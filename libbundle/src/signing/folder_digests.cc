@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include "signing/signing_internal.h"
@@ -21,8 +22,7 @@ Result<FolderDigests> hash_folder(const std::string& dir, const FolderHashOption
   }
   PTB_TRY(std::vector<FileDigest> entries, detail::list_folder(dir, ignore));
 
-  // Sizes first: the schedule starts with the largest files, so that the last
-  // file to finish is a small one and every core stays busy to the end.
+  // Sizes first: hash_largest_first starts with the largest.
   std::vector<size_t> order;
   for (size_t i = 0; i < entries.size(); ++i) {
     if (entries[i].kind != FolderEntryKind::File) continue;
@@ -48,31 +48,23 @@ Result<FolderDigests> hash_folder(const std::string& dir, const FolderHashOption
     }
     order.push_back(i);
   }
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return entries[a].size > entries[b].size; });
-
   uint64_t to_hash = 0;
   for (size_t i : order) to_hash += entries[i].size;
   ProgressCounter progress(options.progress, to_hash, "hashing " + dir);
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t at = next.fetch_add(1); at < order.size(); at = next.fetch_add(1)) {
-      FileDigest& entry = entries[order[at]];
-      const std::string path = (fs::path(dir) / entry.path).string();
-      if (auto open = options.open_files.find(entry.path); open != options.open_files.end()) {
-        if (options.content_keys) entry.content_keys = open->second.content_keys;
-        hash_open_file(open->second.fd, entry, &progress);
-      } else {
-        if (options.content_keys) entry.content_keys = content_keys_of(path);
-        detail::hash_file(path, entry, &progress);
-      }
-    }
-  };
-  const unsigned cores = options.threads ? options.threads : detail::usable_cores();
-  const size_t threads = std::min<size_t>(cores, order.size());
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& thread : pool) thread.join();
+  detail::hash_largest_first(
+      order.size(), [&](size_t at) { return entries[order[at]].size; },
+      [&](size_t at) {
+        FileDigest& entry = entries[order[at]];
+        const std::string path = (fs::path(dir) / entry.path).string();
+        if (auto open = options.open_files.find(entry.path); open != options.open_files.end()) {
+          if (options.content_keys) entry.content_keys = open->second.content_keys;
+          hash_open_file(open->second.fd, entry, &progress);
+        } else {
+          if (options.content_keys) entry.content_keys = content_keys_of(path);
+          detail::hash_file(path, entry, &progress);
+        }
+      },
+      options.threads);
 
   FolderDigests out;
   out.files = std::move(entries);
@@ -82,4 +74,40 @@ Result<FolderDigests> hash_folder(const std::string& dir, const FolderHashOption
   return out;
 }
 
+void hash_open_files(const std::vector<OpenFileToHash>& files, unsigned threads, const Progress& progress,
+                     const std::string& what) {
+  std::vector<uint64_t> sizes;
+  uint64_t total = 0;
+  for (const OpenFileToHash& open : files) {
+    struct stat info {};
+    sizes.push_back(::fstat(open.fd, &info) == 0 ? static_cast<uint64_t>(info.st_size) : 0);
+    total += sizes.back();
+  }
+  ProgressCounter counter(progress, total, what);
+  detail::hash_largest_first(
+      files.size(), [&](size_t at) { return sizes[at]; },
+      [&](size_t at) { hash_open_file(files[at].fd, *files[at].file, &counter); }, threads);
+}
+
+namespace detail {
+
+void hash_largest_first(size_t count, const std::function<uint64_t(size_t)>& size_of,
+                        const std::function<void(size_t)>& hash, unsigned threads) {
+  // The schedule starts with the largest files, so that the last file to
+  // finish is a small one and every core stays busy to the end.
+  std::vector<size_t> order(count);
+  for (size_t i = 0; i < count; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size_of(a) > size_of(b); });
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t at = next.fetch_add(1); at < order.size(); at = next.fetch_add(1)) hash(order[at]);
+  };
+  const size_t pool_size = std::min<size_t>(threads ? threads : usable_cores(), count);
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < pool_size; ++t) pool.emplace_back(work);
+  work();
+  for (auto& thread : pool) thread.join();
+}
+
+}  // namespace detail
 }  // namespace ptb

@@ -1,6 +1,8 @@
 // Shared by the signing/*.cc files; private to libbundle.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,8 +16,14 @@ Result<std::vector<FileDigest>> list_folder(const std::string& dir, const std::v
 
 // Hashes `file` (a regular file at `path`) and its content_keys in one read.
 void hash_file(const std::string& path, FileDigest& file, ProgressCounter* progress);
-// The same through an open descriptor, which stays open.
-void hash_descriptor(int fd, FileDigest& file, ProgressCounter* progress);
+// The same through an open descriptor, which stays open; `copy`, where
+// given, gets every chunk in file order (hash_open_file_copying).
+void hash_descriptor(int fd, FileDigest& file, ProgressCounter* progress, const ChunkCopy* copy);
+
+// Calls hash(i) for i in [0, count), largest size_of(i) first, on `threads`
+// threads (0: one per core).
+void hash_largest_first(size_t count, const std::function<uint64_t(size_t)>& size_of,
+                        const std::function<void(size_t)>& hash, unsigned threads);
 
 // Cores this process may run on.
 unsigned usable_cores();

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "ptbundle/base/progress.h"
+#include "ptbundle/base/file.h"
 #include "ptbundle/base/result.h"
 
 namespace ptb {
@@ -112,8 +114,28 @@ std::vector<ContentKeyDigest> content_keys_of(const PtdFile& ptd);
 
 // One file's SHA-256 and its `file.content_keys` (offsets in the file) in one
 // read through `fd`, which stays open; an error is recorded in `file.error`.
+// A content key here is any byte range whose digest is wanted with the file's
+// (inspect passes every segment and blob it shows, with no expected digest).
 // `progress` (may be null) gets the bytes as they are read.
 void hash_open_file(int fd, FileDigest& file, ProgressCounter* progress = nullptr);
+
+// hash_open_file that also hands every chunk it read, in file order, to
+// `copy` (export writes it into the bundle): the digests are of the very
+// bytes copied, and the file is read once. `copy` returns an error message,
+// or "" to go on; its error stops the read and becomes `file.error`.
+using ChunkCopy = std::function<std::string(Bytes chunk)>;
+void hash_open_file_copying(int fd, FileDigest& file, const ChunkCopy& copy);
+
+// Several files the caller holds open, each hashed as hash_open_file hashes
+// one, in parallel as hash_folder hashes a folder (one thread per core,
+// largest first). The caller keeps the descriptors open.
+struct OpenFileToHash {
+  int fd = -1;
+  FileDigest* file = nullptr;
+};
+// `progress` hears of the bytes read, as `what`.
+void hash_open_files(const std::vector<OpenFileToHash>& files, unsigned threads = 0, const Progress& progress = {},
+                     const std::string& what = "hashing");
 
 // "<64 lowercase hex>_so_blob" or "<64 lowercase hex>_weights_blob".
 bool is_content_addressed_key(const std::string& key);
@@ -124,6 +146,15 @@ bool is_content_addressed_key(const std::string& key);
 // that carry such a program into a bundle (export, merge of .pte files), so
 // that they never write one verify fails, nor give a replaced blob a new,
 // matching key.
-Status check_program_content_keys(const ProgramWithData& program, const Progress& progress = {});
+// DataFileKeys::CheckedByCopy leaves the data file's keys to the caller, which
+// copies that file whole and checks its keys from the same read
+// (hash_open_file_copying, then check_content_key).
+enum class DataFileKeys { Check, CheckedByCopy };
+Status check_program_content_keys(const ProgramWithData& program, DataFileKeys data_file_keys = DataFileKeys::Check,
+                                  const Progress& progress = {});
+
+// The error check_program_content_keys gives for a key of `path` whose bytes
+// hash to something else; success where they match.
+Status check_content_key(const std::string& path, const ContentKeyDigest& key);
 
 }  // namespace ptb
