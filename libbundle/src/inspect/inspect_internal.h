@@ -25,7 +25,7 @@ Result<InspectProgram> inspect_program(const ProgramWithData& program, const Ins
 Result<InspectDataFile> inspect_data(const PtdFile& ptd, const InspectOptions& options);
 Result<InspectBundled> inspect_bundled(const BpteFile& bpte, const InspectOptions& options);
 Result<InspectPackage> inspect_package(const std::string& path, const InspectOptions& options);
-Result<InspectBundle> inspect_bundle_folder(const std::string& path, const InspectOptions& options);
+Status inspect_bundle_folder(InspectedFile& out, const InspectOptions& options);
 Result<InspectSignature> inspect_signature(const MappedFile& file);
 
 }  // namespace ptb::detail

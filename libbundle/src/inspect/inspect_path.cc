@@ -67,11 +67,13 @@ Result<InspectSignature> inspect_signature(const MappedFile& file) {
 
 // Every file of every part, opened as the other commands open them
 // (Bundle::open_part): a part that run or merge would refuse is refused here
-// with the same words.
-Result<InspectBundle> inspect_bundle_folder(const std::string& path, const InspectOptions& options) {
-  PTB_TRY(Bundle bundle, Bundle::open(path));
+// with the same words. `out` has its path and kind; its body becomes the
+// InspectBundle.
+Status inspect_bundle_folder(InspectedFile& out, const InspectOptions& options) {
+  PTB_TRY(Bundle bundle, Bundle::open(out.path));
   const BundleDir& dir = bundle.dir();
-  InspectBundle out;
+  InspectBundle& inspected = out.body.emplace<InspectBundle>();
+  inspected.manifest = bundle.manifest();
   for (const auto& entry : bundle.parts()) {
     PTB_TRY(BundlePart part, bundle.open_part(entry));
     InspectPart p;
@@ -85,16 +87,19 @@ Result<InspectBundle> inspect_bundle_folder(const std::string& path, const Inspe
       if (!inner.ok()) return inner.take_error();
       p.files.push_back(part_file(file, std::move(*inner)));
     }
-    out.parts.push_back(std::move(p));
+    if (options.each_part) {
+      PTB_CHECK(options.each_part(out, std::move(p)));
+    } else {
+      inspected.parts.push_back(std::move(p));
+    }
   }
-  out.manifest = bundle.manifest();
   if (const std::optional<std::string> name = signature_to_check(dir)) {
     // Inside the folder like every other file: no link followed.
     PTB_TRY(MappedFile file, MappedFile::open_in(dir, *name));
-    PTB_TRY(out.signature, inspect_signature(file));
-    out.signature->file = *name;
+    PTB_TRY(inspected.signature, inspect_signature(file));
+    inspected.signature->file = *name;
   }
-  return out;
+  return {};
 }
 
 }  // namespace detail
@@ -105,7 +110,7 @@ Result<InspectedFile> inspect_path(const std::string& path, const InspectOptions
     InspectedFile out;
     out.path = path;
     out.kind = file_kind_name(FileKind::Bundle);
-    PTB_TRY(out.body, detail::inspect_bundle_folder(path, options));
+    PTB_CHECK(detail::inspect_bundle_folder(out, options));
     return out;
   }
   // One mapping per file: the bytes that told its kind are the ones its reader parses.
