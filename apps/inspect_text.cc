@@ -416,21 +416,27 @@ void signature(Lines& out, const std::string& indent, const InspectSignature& s)
 
 void file(Lines& out, const std::string& indent, const InspectedFile& f, bool sha256);
 
-void bundle(Lines& out, const std::string& indent, const InspectBundle& b, bool sha256) {
+// A bundle folder in three pieces, so that its parts can be printed as they
+// are inspected (render_bundle_text_*).
+void bundle_head(Lines& out, const std::string& indent, const InspectBundle& b) {
   const Manifest& manifest = b.manifest;
   out.add(indent, "Manifest: format " + std::to_string(manifest.format_version) + ", written by ptbundle " +
                       str(manifest.ptbundle_version) + " at " + str(manifest.created));
-  for (const InspectPart& part : b.parts) {
-    out.blank();
-    out.add(indent, "Part " + str(part.name));
-    for (const InspectPartFile& f : part.files) {
-      std::string check = f.size_matches ? "size matches the manifest" : "SIZE DIFFERS FROM THE MANIFEST";
-      if (f.sha256_matches) check += *f.sha256_matches ? ", sha256 matches" : ", SHA256 DIFFERS FROM THE MANIFEST";
-      const std::string target = f.target ? " (" + str(*f.target) + ")" : "";
-      out.add(indent + "  ", str(f.role) + target + " " + str(f.path) + ": " + check);
-      file(out, indent + "    ", f.file, sha256);
-    }
+}
+
+void bundle_part(Lines& out, const std::string& indent, const InspectPart& part, bool sha256) {
+  out.blank();
+  out.add(indent, "Part " + str(part.name));
+  for (const InspectPartFile& f : part.files) {
+    std::string check = f.size_matches ? "size matches the manifest" : "SIZE DIFFERS FROM THE MANIFEST";
+    if (f.sha256_matches) check += *f.sha256_matches ? ", sha256 matches" : ", SHA256 DIFFERS FROM THE MANIFEST";
+    const std::string target = f.target ? " (" + str(*f.target) + ")" : "";
+    out.add(indent + "  ", str(f.role) + target + " " + str(f.path) + ": " + check);
+    file(out, indent + "    ", f.file, sha256);
   }
+}
+
+void bundle_tail(Lines& out, const std::string& indent, const InspectBundle& b) {
   out.blank();
   if (!b.signature) {
     out.add(indent, "Signature: none (ptbundle sign makes one)");
@@ -440,12 +446,22 @@ void bundle(Lines& out, const std::string& indent, const InspectBundle& b, bool 
   }
 }
 
-void file(Lines& out, const std::string& indent, const InspectedFile& f, bool sha256) {
+void bundle(Lines& out, const std::string& indent, const InspectBundle& b, bool sha256) {
+  bundle_head(out, indent, b);
+  for (const InspectPart& part : b.parts) bundle_part(out, indent, part, sha256);
+  bundle_tail(out, indent, b);
+}
+
+void file_head(Lines& out, const std::string& indent, const InspectedFile& f) {
   out.add(indent, "File: " + str(f.path));
   std::string format = std::string("Format: ") + kind_title(f.kind);
   if (f.size) format += ", " + size_and_bytes(*f.size);
   out.add(indent, format);
   if (f.sha256) out.add(indent, "SHA-256: " + str(*f.sha256));
+}
+
+void file(Lines& out, const std::string& indent, const InspectedFile& f, bool sha256) {
+  file_head(out, indent, f);
   struct Body {
     Lines& out;
     const std::string& indent;
@@ -465,6 +481,25 @@ void file(Lines& out, const std::string& indent, const InspectedFile& f, bool sh
 std::string render_inspect_text(const InspectedFile& file_model, bool sha256) {
   Lines out;
   file(out, "", file_model, sha256);
+  return out.take();
+}
+
+std::string render_bundle_text_head(const InspectedFile& bundle) {
+  Lines out;
+  file_head(out, "", bundle);
+  bundle_head(out, "", std::get<InspectBundle>(bundle.body));
+  return out.take();
+}
+
+std::string render_bundle_text_part(const InspectPart& part, bool sha256) {
+  Lines out;
+  bundle_part(out, "", part, sha256);
+  return out.take();
+}
+
+std::string render_bundle_text_tail(const InspectedFile& bundle) {
+  Lines out;
+  bundle_tail(out, "", std::get<InspectBundle>(bundle.body));
   return out.take();
 }
 

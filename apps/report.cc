@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "ptbundle/base/mapping_guard.h"
+#include "ptbundle/bundle/manifest_json.h"
 #include "json_document.h"
 
 namespace ptb::app {
@@ -31,7 +32,101 @@ const char* error_kind_name(ErrorKind kind) {
   }
 }
 
-std::ostream& Output::text_stream() { return std::cout; }
+void JsonWriter::open(char bracket) {
+  out_ << bracket;
+  empty_.push_back(true);
+}
+
+void JsonWriter::close(char bracket) {
+  const bool empty = empty_.back();
+  empty_.pop_back();
+  if (!empty) out_ << '\n' << std::string(2 * empty_.size(), ' ');
+  out_ << bracket;
+}
+
+void JsonWriter::next() {
+  out_ << (empty_.back() ? "\n" : ",\n") << std::string(2 * empty_.size(), ' ');
+  empty_.back() = false;
+}
+
+void JsonWriter::key(std::string_view name) {
+  next();
+  out_ << JsonValue(name).dump() << ": ";
+}
+
+void JsonWriter::raw(const std::string& text) {
+  // A string's newlines are escaped in JSON text: each one here starts a line.
+  const std::string indent(2 * empty_.size(), ' ');
+  size_t from = 0;
+  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', from)) {
+    out_.write(text.data() + from, static_cast<std::streamsize>(at + 1 - from));
+    out_ << indent;
+    from = at + 1;
+  }
+  out_.write(text.data() + from, static_cast<std::streamsize>(text.size() - from));
+}
+
+void JsonWriter::manifest(const Manifest& manifest) {
+  Manifest header;
+  header.format_version = manifest.format_version;
+  header.ptbundle_version = manifest.ptbundle_version;
+  header.created = manifest.created;
+  const Json top = manifest_to_json(header);
+  begin_object();
+  for (const auto& [name, member] : top.items()) {
+    key(name);
+    if (name != "parts") {
+      raw(member.dump(2, ' ', false, Json::error_handler_t::replace));
+      continue;
+    }
+    begin_array();
+    for (const ManifestPart& part : manifest.parts) {
+      element();
+      raw(manifest_part_to_json(part).dump(2, ' ', false, Json::error_handler_t::replace));
+    }
+    end_array();
+  }
+  end_object();
+}
+
+std::ostream& Output::text_stream() {
+  progress_->clear();  // a report streamed to a terminal never lands on the progress line
+  return std::cout;
+}
+
+JsonWriter& Output::begin_stream() {
+  progress_->clear();
+  writer_.emplace(std::cout);
+  if (json_) {
+    writer_->begin_object();
+    (*writer_)("format_version", kFormatVersion);
+    writer_->key("command");
+    if (command_.empty()) writer_->value(std::optional<int>());
+    else writer_->value(command_);
+  }
+  return *writer_;
+}
+
+int Output::end_stream(int exit_code, const std::vector<Error>& errors) {
+  for (const Error& error : errors) error_line(error);
+  if (json_) {
+    if (!errors.empty()) {
+      writer_->key("errors");
+      writer_->begin_array();
+      for (const Error& error : errors) {
+        writer_->element();
+        writer_->begin_object();
+        (*writer_)("message", error.message)("kind", error_kind_name(error.kind));
+        writer_->end_object();
+      }
+      writer_->end_array();
+    }
+    (*writer_)("exit_code", exit_code);
+    writer_->end_object();
+    std::cout << '\n';
+  }
+  return flushed(exit_code);
+}
 
 std::optional<Error> Output::changed_input() {
   if (auto changed = changed_mapped_file()) return changed_while_read(*changed);
@@ -70,6 +165,10 @@ int Output::finish(std::optional<JsonValue> body, int exit_code, const std::vect
     // so invalid bytes are replaced with U+FFFD instead.
     std::cout << document.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
   }
+  return flushed(exit_code);
+}
+
+int Output::flushed(int exit_code) {
   std::cout.flush();
   if (!std::cout && committed_) {
     std::fprintf(stderr, "ptbundle: warning: stdout: cannot write the report; the change was made\n");

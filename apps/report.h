@@ -24,6 +24,11 @@
 // structs list their members with the same fields() protocol, so this
 // renderer prints them too.
 //
+// A report too large to hold at once (inspect of a bundle of thousands of
+// parts) is written as it is computed instead: Output::begin_stream opens the
+// document and hands out a JsonWriter, which writes each member as it comes
+// in the form JsonValue::dump gives the whole; end_stream closes it.
+//
 // Every --json document starts with "format_version" and "command" and ends
 // with "exit_code"; a command that fails before it has a report prints an
 // error document instead (schemas/error.schema.json), so stdout always holds
@@ -34,6 +39,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
+#include <ostream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -98,6 +104,66 @@ JsonValue to_json(const T& value) {
   }
 }
 
+// Writes one JSON document to a stream as it is visited, laid out as
+// JsonValue::dump lays out the whole (two-space indent), so that only the
+// member being written is held. Members of Described models are written one
+// by one through their fields(); other values through to_json.
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::ostream& out) : out_(out) {}
+
+  void begin_object() { open('{'); }
+  void end_object() { close('}'); }
+  void begin_array() { open('['); }
+  void end_array() { close(']'); }
+  // An object's member: its value follows (begin_object, begin_array or value).
+  void key(std::string_view name);
+  // The next element of an array.
+  void element() { next(); }
+
+  template <class T>
+  void value(const T& v) {
+    if constexpr (std::is_same_v<T, Manifest>) {
+      manifest(v);
+    } else if constexpr (Described<T>) {
+      begin_object();
+      v.fields(*this);
+      end_object();
+    } else if constexpr (IsOptional<T>::value) {
+      if (v) value(*v);
+      else raw("null");
+    } else if constexpr (IsVector<T>::value) {
+      begin_array();
+      for (const auto& item : v) {
+        element();
+        value(item);
+      }
+      end_array();
+    } else {
+      raw(JsonValue(v).dump());
+    }
+  }
+  // The fields() protocol: a member with its value.
+  template <class T>
+  JsonWriter& operator()(std::string_view name, const T& v) {
+    key(name);
+    value(v);
+    return *this;
+  }
+
+ private:
+  void open(char bracket);
+  void close(char bracket);
+  void next();
+  // A value already laid out at depth 0, indented to the current depth.
+  void raw(const std::string& text);
+  // bundle.json's form, one part at a time (a manifest may list thousands).
+  void manifest(const Manifest& manifest);
+
+  std::ostream& out_;
+  std::vector<bool> empty_;  // per open object or array: nothing written in it yet
+};
+
 // "usage", "io" or "invalid": an error's kind as JSON documents name it.
 const char* error_kind_name(ErrorKind kind);
 
@@ -136,6 +202,18 @@ class Output {
     return finish(std::nullopt, exit_code, errors);
   }
 
+  // A report written as it is computed (report.h's first comment says when).
+  // With --json: the document's envelope is opened and the command writes
+  // its members through the writer returned; without, it writes text to
+  // text(). end_stream then adds `errors` and the exit code and flushes.
+  JsonWriter& begin_stream();
+  std::ostream& text() { return text_stream(); }
+  int end_stream(int exit_code, const std::vector<Error>& errors = {});
+
+  // The error naming an input that shrank while it was read (mapping_guard.h),
+  // if one did: nothing computed from it may be reported.
+  static std::optional<Error> changed_input();
+
   // No report: the error on stderr and, with --json, the error document.
   // Returns the error's exit code.
   int fail(const Error& error);
@@ -145,8 +223,8 @@ class Output {
   void committed() { committed_ = true; }
 
  private:
-  static std::optional<Error> changed_input();
   std::ostream& text_stream();
+  int flushed(int exit_code);
   int finish(std::optional<JsonValue> body, int exit_code, const std::vector<Error>& errors);
 
   std::string command_;
@@ -154,6 +232,7 @@ class Output {
   bool quiet_;
   std::unique_ptr<ProgressLine> progress_;
   bool committed_ = false;
+  std::optional<JsonWriter> writer_;
 };
 
 // "4.0 GiB", "312 B": sizes for people. JSON output always uses bytes.

@@ -1,6 +1,7 @@
 // What is checked is what is used: run checks a bundle's part as verify does
-// (open_checked_part) before it looks for a GPU, and merge checks its input
-// bundles through the files it then merges; a file renamed over a checked
+// (open_checked_part) before it looks for a GPU, merge checks its input
+// bundles through the files it then merges, and verify hashes a bundle's
+// part files through the mappings its checks read; a file renamed over a checked
 // one after it was opened is neither checked nor used. The moment between
 // opening and checking is reached with PTB_TEST_KILL_AT and
 // PTB_TEST_KILL_SIGNAL=STOP (file.h's test_kill_point).
@@ -122,6 +123,22 @@ TEST_CASE("checked inputs: run checks the very file it loads, not the one rename
   CHECK(ran.stopped);
   CHECK(ran.exit_code == 1);
   CHECK_MESSAGE(contains(ran.err, "changed after export"), ran.err);
+  CHECK(run_cli({"verify", bundle.string(), "--gpu", "none"}).exit_code == 0);
+}
+
+TEST_CASE("checked inputs: verify hashes the very files it checks, not ones renamed over them") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  const fs::path bundle = enc_bundle(dir.path(), "a", "sm80");
+  fs::copy_file(bundle / "enc.ptd", dir / "good.ptd");
+  flip_byte(bundle / "enc.ptd", first_weight_offset(bundle / "enc.ptd") + 3);
+  // The tampered file is opened (and would be checked and run on the GPU);
+  // the good one is in place when the files are hashed.
+  auto verified = run_cli({"verify", bundle.string(), "--gpu", "none"}, "verify-parts-opened",
+                          [&] { fs::rename(dir / "good.ptd", bundle / "enc.ptd"); });
+  CHECK(verified.stopped);
+  CHECK(verified.exit_code == 1);
+  CHECK_MESSAGE(contains(verified.out, "changed after export"), verified.out);
   CHECK(run_cli({"verify", bundle.string(), "--gpu", "none"}).exit_code == 0);
 }
 

@@ -2,6 +2,10 @@
 // in the JSON (compared with ExecuTorch's own reading for the CUDA exports),
 // the text layout, the published JSON Schema, exit codes and error lines.
 #include <cstdlib>
+#include <fstream>
+
+#include "cli_child.h"
+#include "ptbundle/base/sha256.h"
 
 #include "fixture_dump.h"
 #include "ptbundle/base/sha256.h"
@@ -25,6 +29,25 @@ json inspect_json(const std::string& args, int expected_exit = 0) {
 }
 
 std::vector<std::string> strings(const json& array) { return array.get<std::vector<std::string>>(); }
+
+// A bundle folder of `count` parts p0, p1, ..., each a copy of add.pte.
+void bundle_of_parts(const fs::path& bundle, size_t count) {
+  fs::create_directories(bundle);
+  const std::string program = read_text(fixture("executorch/add.pte"));
+  const std::string digest = to_hex(sha256(Bytes(reinterpret_cast<const uint8_t*>(program.data()), program.size())));
+  Manifest manifest;
+  manifest.ptbundle_version = "0.1.0";
+  manifest.created = "2026-05-01T12:34:56Z";
+  for (size_t i = 0; i < count; ++i) {
+    ManifestPart part;
+    part.name = "p" + std::to_string(i);
+    part.source = {"executorch", {"add.pte"}};
+    part.files = {{FileRole::Program, part.name + ".pte", program.size(), digest}};
+    std::ofstream(bundle / (part.name + ".pte"), std::ios::binary) << program;
+    manifest.parts.push_back(std::move(part));
+  }
+  REQUIRE(write_manifest(bundle.string(), manifest).ok());
+}
 
 
 }  // namespace
@@ -266,6 +289,68 @@ TEST_CASE("inspect: a bundle folder shows its manifest and each part's files") {
   CHECK(text.exit_code == 0);
   CHECK(contains(text.out, "Part sm80"));
   CHECK(contains(text.out, "program sm80.pte: size matches the manifest"));
+}
+
+TEST_CASE("inspect: a bundle of thousands of parts is printed part by part, in memory that does not grow with them") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  constexpr size_t kFew = 200, kMany = 4000;
+  bundle_of_parts(dir / "few", kFew);
+  bundle_of_parts(dir / "many", kMany);
+  for (const char* format : {"--json", ""}) {
+    CAPTURE(format);
+    std::vector<std::string> args{"inspect", (dir / "few").string()};
+    if (*format) args.push_back(format);
+    auto few = run_child(args);
+    args[1] = (dir / "many").string();
+    auto many = run_child(args);
+    REQUIRE_MESSAGE(few.exit_code == 0, few.err);
+    REQUIRE_MESSAGE(many.exit_code == 0, many.err);
+    if (*format) {
+      // Laid out as the whole document's dump would be, and the manifest as read.
+      CHECK(few.out == nlohmann::ordered_json::parse(few.out).dump(2) + "\n");
+      CHECK(json::parse(few.out)["files"][0]["manifest"] == json::parse(read_text(dir / "few" / "bundle.json")));
+      json doc = json::parse(many.out);
+      CHECK(doc["files"][0]["parts"].size() == kMany);
+      CHECK(doc["files"][0]["manifest"]["parts"].size() == kMany);
+      CHECK(doc["files"][0]["parts"][kMany - 1]["name"] == "p" + std::to_string(kMany - 1));
+      CHECK(doc["exit_code"] == 0);
+    } else {
+      CHECK(contains(many.out, "\nPart p" + std::to_string(kMany - 1) + "\n"));
+      CHECK(contains(many.out, "Signature: none"));
+    }
+    // Printed as inspected, a part costs what reading bundle.json's entry
+    // for it costs, not its whole report and document held until the end
+    // (several times that).
+    const long per_part_kib = (many.peak_rss_kib - few.peak_rss_kib) / static_cast<long>(kMany - kFew);
+    CAPTURE(few.peak_rss_kib);
+    CAPTURE(many.peak_rss_kib);
+    CHECK(per_part_kib < 12);
+  }
+}
+
+TEST_CASE("inspect: a bundle refused after some of its parts were printed is still one JSON document, naming the part") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  bundle_of_parts(dir / "b", 50);
+  std::filesystem::resize_file(dir / "b" / "p30.pte", 100);
+  auto result = run_cli("inspect --json " + quote(dir / "b"));
+  CHECK(result.exit_code == 1);
+  CHECK(contains(result.err, "p30.pte"));
+  json doc = json::parse(result.out);
+  const json& folder = doc["files"][0];
+  CHECK(folder["parts"].size() == 30);
+  CHECK(contains(folder["error"]["message"], "p30.pte"));
+  CHECK_FALSE(folder.contains("signature"));
+  CHECK(doc["exit_code"] == 1);
+  if (std::system("python3 -c 'import jsonschema' >/dev/null 2>&1") == 0)
+    CHECK(ptb::test::schema_problem("inspect", result.out) == "");
+
+  auto text = run_cli("inspect " + quote(dir / "b"));
+  CHECK(text.exit_code == 1);
+  CHECK(contains(text.out, "Part p29\n"));
+  CHECK_FALSE(contains(text.out, "Part p30\n"));
+  CHECK(contains(text.err, "p30.pte"));
 }
 
 TEST_CASE("inspect: text output is aligned and names what matters") {

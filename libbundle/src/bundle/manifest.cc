@@ -135,69 +135,6 @@ void to_json(Json& json, const ManifestFile& file) {
 
 namespace {
 
-Json part_json(const ManifestPart& part) {
-  Json out;
-  out["name"] = part.name;
-  out["source"] = {{"kind", part.source.kind}, {"files", part.source.files}};
-  Json files = Json::array();
-  for (const auto& file : part.files) files.push_back(file);
-  out["files"] = files;
-  out["data_name"] = optional_json(part.data_name);
-  Json methods = Json::array();
-  for (const auto& method : part.methods) {
-    Json m;
-    m["name"] = method.name;
-    m["inputs"] = Json::array();
-    for (const auto& value : method.inputs) m["inputs"].push_back(value_json(value));
-    m["outputs"] = Json::array();
-    for (const auto& value : method.outputs) m["outputs"].push_back(value_json(value));
-    m["delegates"] = Json::array();
-    for (const auto& delegate : method.delegates)
-      m["delegates"].push_back({{"id", delegate.id}, {"data_name", optional_json(delegate.data_name)}});
-    methods.push_back(m);
-  }
-  out["methods"] = methods;
-  if (part.cuda) {
-    Json cuda;
-    cuda["kernel_targets"] = Json::array();
-    for (const auto& target : part.cuda->kernel_targets)
-      cuda["kernel_targets"].push_back({{"target", target.target}, {"sm", target.sm}, {"kind", target.kind}});
-    if (part.cuda->built_on) {
-      const auto& gpu = *part.cuda->built_on;
-      cuda["built_on"] = {{"name", optional_json(gpu.name)},
-                          {"compute_capability", optional_json(gpu.compute_capability)},
-                          {"driver_version", optional_json(gpu.driver_version)}};
-    } else {
-      cuda["built_on"] = nullptr;
-    }
-    if (part.cuda->no_weights) cuda["weights"] = "none";
-    if (part.cuda->weights_in_library) cuda["weights"] = "library";
-    if (part.cuda->constants)
-      cuda["constants"] = {{"bytes", part.cuda->constants->bytes}, {"sha256", part.cuda->constants->sha256}};
-    if (part.cuda->runtime) cuda["runtime"] = *part.cuda->runtime;
-    out["cuda"] = cuda;
-  } else {
-    out["cuda"] = nullptr;
-  }
-  if (part.testcase) {
-    const auto& t = *part.testcase;
-    out["testcase"] = {{"path", t.path}, {"atol", t.atol}, {"rtol", t.rtol}, {"inputs", t.inputs}, {"outputs", t.outputs}};
-    if (!t.output_checks.empty()) {
-      Json checks = Json::array();
-      for (const auto& c : t.output_checks) {
-        checks.push_back({{"compare", c.compare_values ? "values" : "dtype_shape_finite"},
-                          {"atol", c.atol},
-                          {"rtol", c.rtol},
-                          {"rule", c.rule}});
-      }
-      out["testcase"]["output_checks"] = checks;
-    }
-  } else {
-    out["testcase"] = nullptr;
-  }
-  return out;
-}
-
 Result<ManifestValue> read_value(const JsonReader& r, const Json& json, const std::string& path) {
   PTB_CHECK(r.expect_object(json, path, {"kind", "dtype", "shape", "dynamism"}));
   ManifestValue value;
@@ -511,6 +448,69 @@ ManifestPart* Manifest::find_part(std::string_view name) {
   return nullptr;
 }
 
+Json manifest_part_to_json(const ManifestPart& part) {
+  Json out;
+  out["name"] = part.name;
+  out["source"] = {{"kind", part.source.kind}, {"files", part.source.files}};
+  Json files = Json::array();
+  for (const auto& file : part.files) files.push_back(file);
+  out["files"] = files;
+  out["data_name"] = optional_json(part.data_name);
+  Json methods = Json::array();
+  for (const auto& method : part.methods) {
+    Json m;
+    m["name"] = method.name;
+    m["inputs"] = Json::array();
+    for (const auto& value : method.inputs) m["inputs"].push_back(value_json(value));
+    m["outputs"] = Json::array();
+    for (const auto& value : method.outputs) m["outputs"].push_back(value_json(value));
+    m["delegates"] = Json::array();
+    for (const auto& delegate : method.delegates)
+      m["delegates"].push_back({{"id", delegate.id}, {"data_name", optional_json(delegate.data_name)}});
+    methods.push_back(m);
+  }
+  out["methods"] = methods;
+  if (part.cuda) {
+    Json cuda;
+    cuda["kernel_targets"] = Json::array();
+    for (const auto& target : part.cuda->kernel_targets)
+      cuda["kernel_targets"].push_back({{"target", target.target}, {"sm", target.sm}, {"kind", target.kind}});
+    if (part.cuda->built_on) {
+      const auto& gpu = *part.cuda->built_on;
+      cuda["built_on"] = {{"name", optional_json(gpu.name)},
+                          {"compute_capability", optional_json(gpu.compute_capability)},
+                          {"driver_version", optional_json(gpu.driver_version)}};
+    } else {
+      cuda["built_on"] = nullptr;
+    }
+    if (part.cuda->no_weights) cuda["weights"] = "none";
+    if (part.cuda->weights_in_library) cuda["weights"] = "library";
+    if (part.cuda->constants)
+      cuda["constants"] = {{"bytes", part.cuda->constants->bytes}, {"sha256", part.cuda->constants->sha256}};
+    if (part.cuda->runtime) cuda["runtime"] = *part.cuda->runtime;
+    out["cuda"] = cuda;
+  } else {
+    out["cuda"] = nullptr;
+  }
+  if (part.testcase) {
+    const auto& t = *part.testcase;
+    out["testcase"] = {{"path", t.path}, {"atol", t.atol}, {"rtol", t.rtol}, {"inputs", t.inputs}, {"outputs", t.outputs}};
+    if (!t.output_checks.empty()) {
+      Json checks = Json::array();
+      for (const auto& c : t.output_checks) {
+        checks.push_back({{"compare", c.compare_values ? "values" : "dtype_shape_finite"},
+                          {"atol", c.atol},
+                          {"rtol", c.rtol},
+                          {"rule", c.rule}});
+      }
+      out["testcase"]["output_checks"] = checks;
+    }
+  } else {
+    out["testcase"] = nullptr;
+  }
+  return out;
+}
+
 Json manifest_to_json(const Manifest& manifest) {
   Json out;
   out["format"] = "ptbundle";
@@ -518,7 +518,7 @@ Json manifest_to_json(const Manifest& manifest) {
   out["ptbundle_version"] = manifest.ptbundle_version;
   out["created"] = manifest.created;
   out["parts"] = Json::array();
-  for (const auto& part : manifest.parts) out["parts"].push_back(part_json(part));
+  for (const auto& part : manifest.parts) out["parts"].push_back(manifest_part_to_json(part));
   return out;
 }
 

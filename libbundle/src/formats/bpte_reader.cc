@@ -88,7 +88,15 @@ Result<BpteFile> BpteFile::open(const std::string& path) {
 Result<BpteFile> BpteFile::parse(MappedFile file) {
   BpteFile bpte;
   const std::string path = file.path();
-  bpte.file_ = std::make_shared<const MappedFile>(std::move(file));
+  // The mapping and a private copy of the whole file (one flatbuffer), owned
+  // together: whoever holds file() (the program inside, and through it the
+  // test cases' tensor bytes, which point into the copy) keeps both.
+  struct Held {
+    MappedFile file;
+    std::vector<uint8_t> copy;
+  };
+  auto held = std::make_shared<Held>(Held{std::move(file), {}});
+  bpte.file_ = std::shared_ptr<const MappedFile>(held, &held->file);
   Bytes data = bpte.file_->bytes();
   if (data.size() < 8) {
     return invalid(path + ": " + std::to_string(data.size()) +
@@ -101,16 +109,24 @@ Result<BpteFile> BpteFile::parse(MappedFile file) {
   if (!detail::verifiable_size(data.size())) {
     return invalid(path + ": " + std::to_string(data.size()) + " bytes is too large for a bundled program; expected less than 2 GiB");
   }
-  flatbuffers::Verifier verifier(data.data(), data.size(), detail::verifier_options(data.size()));
+  // The whole file is one flatbuffer: verified and read from a copy no other
+  // process can change (pte.h says why).
+  held->copy.assign(data.begin(), data.end());
+  const std::vector<uint8_t>& copy = held->copy;
+  flatbuffers::Verifier verifier(copy.data(), copy.size(), detail::verifier_options(copy.size()));
   if (!fb::bpte::VerifyBundledProgramBuffer(verifier)) {
     return invalid(path + ": flatbuffer fails FlatBuffers verification; expected a valid BundledProgram");
   }
-  const fb::bpte::BundledProgram* root = fb::bpte::GetBundledProgram(data.data());
+  const fb::bpte::BundledProgram* root = fb::bpte::GetBundledProgram(copy.data());
   bpte.version_ = root->version();
   if (!root->program() || root->program()->size() == 0) {
     return invalid(path + ": holds no program; expected the bytes of a .pte in its program field");
   }
-  Bytes program(root->program()->data(), root->program()->size());
+  // The program, at the place the copy says, read from the file as a lone
+  // program is: PteFile copies its own flatbuffer, and its segments are
+  // data that hashing and loading read in the file.
+  const size_t program_offset = static_cast<size_t>(root->program()->data() - copy.data());
+  Bytes program = data.subspan(program_offset, root->program()->size());
   PTB_TRY(bpte.program_, PteFile::parse(bpte.file_, program, path + ": program"));
 
   if (const auto* suites = root->method_test_suites()) {

@@ -56,7 +56,7 @@ Result<InspectBundled> inspect_bundled(const BpteFile& bpte, const InspectOption
 void want_digests(const PteFile& pte, InspectDigests& digests);
 void want_digests(const PtdFile& ptd, InspectDigests& digests);
 Result<InspectPackage> inspect_package(const std::string& path, const InspectOptions& options);
-Result<InspectBundle> inspect_bundle_folder(const std::string& path, const InspectOptions& options);
+Status inspect_bundle_folder(InspectedFile& out, const InspectOptions& options);
 Result<InspectSignature> inspect_signature(const MappedFile& file);
 
 }  // namespace ptb::detail

@@ -70,25 +70,37 @@ Result<InspectSignature> inspect_signature(const MappedFile& file) {
 
 // Every file of every part, opened as the other commands open them
 // (Bundle::open_part): a part that run or merge would refuse is refused here
-// with the same words.
-Result<InspectBundle> inspect_bundle_folder(const std::string& path, const InspectOptions& options) {
-  PTB_TRY(Bundle bundle, Bundle::open(path));
+// with the same words. `out` has its path and kind; its body becomes the
+// InspectBundle. With --sha256 every part is opened first, so that all their
+// files are hashed at once, one read each, in parallel; without it each part
+// is opened, reported (InspectOptions::each_part) and closed in turn, so
+// that memory and open files stay those of one part however many a folder
+// lists.
+Status inspect_bundle_folder(InspectedFile& out, const InspectOptions& options) {
+  PTB_TRY(Bundle bundle, Bundle::open(out.path));
   const BundleDir& dir = bundle.dir();
-  // Every part open first, so that --sha256 hashes all their files at once.
-  std::vector<BundlePart> parts;
+  InspectBundle& inspected = out.body.emplace<InspectBundle>();
+  inspected.manifest = bundle.manifest();
+  const std::vector<std::shared_ptr<const ManifestPart>> entries = bundle.parts();
+  std::vector<BundlePart> opened;
   InspectDigests digests;
-  for (const auto& entry : bundle.parts()) {
-    PTB_TRY(BundlePart part, bundle.open_part(entry));
-    if (options.sha256) {
+  if (options.sha256) {
+    for (const auto& entry : entries) {
+      PTB_TRY(BundlePart part, bundle.open_part(entry));
       for (const BundleProgram& program : part.programs) want_digests(program.program->pte(), digests);
       for (const auto& data : {part.data, part.testcase})
         if (data) want_digests(*data, digests);
+      opened.push_back(std::move(part));
     }
-    parts.push_back(std::move(part));
+    digests.compute(options.progress, "hashing " + out.path);
   }
-  if (options.sha256) digests.compute(options.progress, "hashing " + path);
-  InspectBundle out;
-  for (const BundlePart& part : parts) {
+  for (size_t i = 0; i < entries.size(); ++i) {
+    std::optional<BundlePart> own;
+    if (!options.sha256) {
+      PTB_TRY(BundlePart part, bundle.open_part(entries[i]));
+      own = std::move(part);
+    }
+    const BundlePart& part = options.sha256 ? opened[i] : *own;
     InspectPart p;
     p.name = part.entry->name;
     size_t program = 0;
@@ -101,16 +113,19 @@ Result<InspectBundle> inspect_bundle_folder(const std::string& path, const Inspe
       if (!inner.ok()) return inner.take_error();
       p.files.push_back(part_file(file, std::move(*inner)));
     }
-    out.parts.push_back(std::move(p));
+    if (options.each_part) {
+      PTB_CHECK(options.each_part(out, std::move(p)));
+    } else {
+      inspected.parts.push_back(std::move(p));
+    }
   }
-  out.manifest = bundle.manifest();
   if (const std::optional<std::string> name = signature_to_check(dir)) {
     // Inside the folder like every other file: no link followed.
     PTB_TRY(MappedFile file, MappedFile::open_in(dir, *name));
-    PTB_TRY(out.signature, inspect_signature(file));
-    out.signature->file = *name;
+    PTB_TRY(inspected.signature, inspect_signature(file));
+    inspected.signature->file = *name;
   }
-  return out;
+  return {};
 }
 
 }  // namespace detail
@@ -121,7 +136,7 @@ Result<InspectedFile> inspect_path(const std::string& path, const InspectOptions
     InspectedFile out;
     out.path = path;
     out.kind = file_kind_name(FileKind::Bundle);
-    PTB_TRY(out.body, detail::inspect_bundle_folder(path, options));
+    PTB_CHECK(detail::inspect_bundle_folder(out, options));
     return out;
   }
   // One mapping per file: the bytes that told its kind are the ones its

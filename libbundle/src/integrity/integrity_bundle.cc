@@ -14,6 +14,8 @@
 #include "ptbundle/bundle/manifest_json.h"
 #include "ptbundle/bundle/names.h"
 #include "ptbundle/bundle/transaction.h"
+#include "ptbundle/formats/ptd.h"
+#include "ptbundle/formats/pte.h"
 #include "ptbundle/signing/model_signature.h"
 
 namespace ptb::detail {
@@ -275,17 +277,57 @@ void check_manifest_program(const ManifestPart& part, const ProgramWithData& pro
 
 namespace {
 
+// The files of bundle.json's parts, each opened once, as every command opens
+// a part's files (bundle.h), so that verify refuses what run and merge
+// refuse: hashed through the descriptor of that mapping (hash_folder's
+// open_files) and checked from it, so that the bytes verify hashes are the
+// bytes it checks, whatever a rename puts at the path in between. A file
+// that did not open keeps its error for check_part.
+struct OpenedFiles {
+  std::map<std::string, Result<std::shared_ptr<const PteFile>>> programs;
+  std::map<std::string, Result<std::shared_ptr<const PtdFile>>> data;  // data and test-case files
+};
+
+OpenedFiles open_part_files(const BundleDir& dir, const std::vector<ManifestPart>& parts) {
+  OpenedFiles out;
+  for (const ManifestPart& part : parts) {
+    for (const ManifestFile& file : part.files) {
+      auto kind = dir.kind(file.path);
+      if (!kind.ok() || *kind != BundleDir::Kind::File) continue;  // check_part reports it missing
+      if (file.role == FileRole::Program) out.programs.emplace(file.path, open_listed_program(dir, file));
+      else out.data.emplace(file.path, open_listed_data(dir, file));
+    }
+  }
+  return out;
+}
+
+std::map<std::string, FolderHashOptions::OpenFile> descriptors(const OpenedFiles& opened) {
+  std::map<std::string, FolderHashOptions::OpenFile> out;
+  for (const auto& [path, pte] : opened.programs)
+    if (pte.ok()) out[path] = {(*pte)->file().fd(), content_keys_of(**pte)};
+  for (const auto& [path, ptd] : opened.data)
+    if (ptd.ok()) out[path] = {(*ptd)->file().fd(), content_keys_of(**ptd)};
+  return out;
+}
+
+template <class File>
+Result<std::shared_ptr<const File>> opened_file(const std::map<std::string, Result<std::shared_ptr<const File>>>& files,
+                                                const BundleDir& dir, const std::string& path) {
+  auto found = files.find(path);
+  if (found == files.end()) return io_error(dir.display(path) + ": missing or not a regular file");
+  return found->second;
+}
+
 // One of the part's programs with the part's data file; null when it did
-// not open (already reported). Opened as every command opens a part's
-// program (bundle.h), so that verify refuses what run and merge refuse.
-std::shared_ptr<const ProgramWithData> open_program(const BundleDir& dir, const ManifestFile& file, bool missing,
-                                                    std::shared_ptr<const PtdFile> ptd, CheckList& checks) {
+// not open (already reported).
+std::shared_ptr<const ProgramWithData> open_program(const BundleDir& dir, const OpenedFiles& files, const ManifestFile& file,
+                                                    bool missing, std::shared_ptr<const PtdFile> ptd, CheckList& checks) {
   const std::string program_path = dir.display(file.path);
   if (missing) {
     checks.skip(checks::kProgram, program_path, "not checked: the file is missing or unreadable (see the file check)");
     return nullptr;
   }
-  auto opened = open_listed_program(dir, file);
+  auto opened = opened_file(files.programs, dir, file.path);
   if (!opened.ok()) {
     checks.fail(checks::kProgram, program_path, opened.error().message + "; export the part again");
     return nullptr;
@@ -295,8 +337,8 @@ std::shared_ptr<const ProgramWithData> open_program(const BundleDir& dir, const 
   return std::make_shared<const ProgramWithData>(std::move(pte), std::move(ptd));
 }
 
-void check_part(const BundleDir& dir, const ManifestPart& part, const FolderDigests& digests, CheckList& checks,
-                std::vector<VerifySubject>& subjects) {
+void check_part(const BundleDir& dir, const ManifestPart& part, const OpenedFiles& files, const FolderDigests& digests,
+                CheckList& checks, std::vector<VerifySubject>& subjects) {
   const fs::path folder(dir.path());
   std::set<std::string> missing;  // listed paths that are absent, or not regular files
   for (const ManifestFile& file : part.files) {
@@ -312,7 +354,7 @@ void check_part(const BundleDir& dir, const ManifestPart& part, const FolderDige
     if (missing.count(data->path)) {
       checks.skip(checks::kDataFile, data_path, "not checked: the file is missing (see the file check)");
       data_readable = false;
-    } else if (auto opened = open_listed_data(dir, *data); !opened.ok()) {
+    } else if (auto opened = opened_file(files.data, dir, data->path); !opened.ok()) {
       checks.fail(checks::kDataFile, data_path, opened.error().message + "; export the part again");
       data_readable = false;
     } else {
@@ -330,7 +372,7 @@ void check_part(const BundleDir& dir, const ManifestPart& part, const FolderDige
   bool testcase_checked = false;
   for (const ManifestFile* program_file : programs) {
     const std::string program_path = (folder / program_file->path).string();
-    auto program = open_program(dir, *program_file, missing.count(program_file->path) > 0, ptd, checks);
+    auto program = open_program(dir, files, *program_file, missing.count(program_file->path) > 0, ptd, checks);
     if (!program) continue;
 
     VerifySubject subject;
@@ -360,7 +402,7 @@ void check_part(const BundleDir& dir, const ManifestPart& part, const FolderDige
       const std::string testcase_path = (folder / part.testcase->path).string();
       if (missing.count(part.testcase->path)) {
         checks.skip(checks::kTestcaseFile, testcase_path, "not checked: the file is missing (see the file check)");
-      } else if (auto opened = open_listed_data(dir, *part.find_file(FileRole::Testcase)); !opened.ok()) {
+      } else if (auto opened = opened_file(files.data, dir, part.find_file(FileRole::Testcase)->path); !opened.ok()) {
         checks.fail(checks::kTestcaseFile, testcase_path, opened.error().message + "; export the part again with --example");
       } else {
         std::shared_ptr<const PtdFile> file = std::move(*opened);
@@ -479,6 +521,17 @@ void check_bundle(const std::string& path, const IntegrityOptions& options, Chec
   detail::FolderReading reading = folder_reading(*dir, listed.ok() ? &*listed : nullptr, options.threads);
   reading.hashing.progress = options.progress;
   const std::optional<std::string>& signature_name = reading.signature_name;
+  // The parts' files are opened before anything is hashed, so that they are
+  // hashed through the mappings the part checks read; what reading
+  // bundle.json's parts finds is reported after the signature checks, as
+  // always, in its own order.
+  CheckList manifest_checks;
+  auto json = read_manifest_json(*dir, manifest_checks);
+  ManifestParts parts = json ? read_parts(*json, dir->display(kManifestFileName), manifest_checks) : ManifestParts{};
+  const OpenedFiles files = open_part_files(*dir, parts.valid);
+  test_kill_point("verify-parts-opened");
+  reading.hashing.open_files = descriptors(files);
+  for (const auto& [relative, file] : reading.hashing.open_files) reading.hashing.hash_only->insert(relative);
   auto digests = hash_folder(path, reading.hashing);
   if (!digests.ok()) {
     checks.fail(checks::kFile, path, digests.error().message);
@@ -488,13 +541,19 @@ void check_bundle(const std::string& path, const IntegrityOptions& options, Chec
   check_signature(*dir, signature_name, *digests, options, checks, signature);
   check_content_keys(path, *digests, checks);
 
-  auto json = read_manifest_json(*dir, checks);
+  for (const CheckOutcome& outcome : manifest_checks.outcomes()) {
+    switch (outcome.status) {
+      case CheckStatus::Pass: checks.pass(outcome.check, outcome.subject, outcome.message); break;
+      case CheckStatus::Fail: checks.fail(outcome.check, outcome.subject, outcome.message); break;
+      case CheckStatus::Skip: checks.skip(outcome.check, outcome.subject, outcome.message); break;
+      case CheckStatus::Warn: checks.warn(outcome.check, outcome.subject, outcome.message); break;
+    }
+  }
   if (!json) {
     checks.skip(checks::kUnlistedFile, path, "without a readable bundle.json, which files the bundle owns is unknown");
     return;
   }
-  ManifestParts parts = read_parts(*json, dir->display(kManifestFileName), checks);
-  for (const ManifestPart& part : parts.valid) check_part(*dir, part, *digests, checks, subjects);
+  for (const ManifestPart& part : parts.valid) check_part(*dir, part, files, *digests, checks, subjects);
   std::set<std::string> pending = check_leftovers(*dir, parts.valid, checks);
   check_unlisted(*dir, parts.owned, pending, checks);
 }

@@ -16,6 +16,7 @@
 #include "ptbundle/program/program_with_data.h"
 #include "ptbundle/signing/folder_digests.h"
 #include "ptbundle/base/sha256.h"
+#include "signing/signing_internal.h"
 
 namespace ptb {
 namespace {
@@ -25,17 +26,6 @@ bool is_lower_hex(std::string_view text) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   }
   return true;
-}
-
-// Bytes 4 to 8 of the file: the FlatBuffer identifier of .pte and .ptd files.
-std::string identifier_of(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  char head[8] = {};
-  ssize_t got = ::pread(fd, head, sizeof head, 0);
-  ::close(fd);
-  if (got != static_cast<ssize_t>(sizeof head)) return {};
-  return std::string(head + 4, 4);
 }
 
 ContentKeyDigest digest_entry(const std::string& key, const char* where, uint64_t offset, uint64_t size) {
@@ -78,12 +68,27 @@ std::vector<ContentKeyDigest> content_keys_of(const PtdFile& ptd) {
 }
 
 std::vector<ContentKeyDigest> content_keys_of(const std::string& path) {
-  const std::string identifier = identifier_of(path);
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::vector<ContentKeyDigest> keys = detail::content_keys_of_descriptor(fd, path);
+  ::close(fd);
+  return keys;
+}
+
+std::vector<ContentKeyDigest> detail::content_keys_of_descriptor(int fd, const std::string& path) {
+  const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own < 0) return {};
+  auto mapped = MappedFile::from_fd(own, path);
+  if (!mapped.ok() || mapped->size() < 8) return {};
+  // Bytes 4 to 8: the FlatBuffer identifier of .pte and .ptd files.
+  const std::string identifier(reinterpret_cast<const char*>(mapped->bytes().data()) + 4, 4);
   if (identifier == "ET12") {
-    auto pte = PteFile::open(path);
+    auto owner = std::make_shared<const MappedFile>(std::move(*mapped));
+    const Bytes bytes = owner->bytes();
+    auto pte = PteFile::parse(std::move(owner), bytes, path);
     if (pte.ok()) return content_keys_of(*pte);
   } else if (identifier == "FT01") {
-    auto ptd = PtdFile::open(path);
+    auto ptd = PtdFile::parse(std::move(*mapped));
     if (ptd.ok()) return content_keys_of(*ptd);
   }
   return {};

@@ -128,14 +128,15 @@ unsigned usable_cores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-void hash_file(const std::string& path, FileDigest& file, ProgressCounter* progress) {
+void hash_file(const std::string& path, FileDigest& file, bool content_keys, ProgressCounter* progress) {
   // The walk saw a regular file; it may have become a FIFO or a link since:
-  // neither is followed or waited on (O_NONBLOCK), fstat below refuses both.
+  // neither is followed or waited on (O_NONBLOCK), fstat refuses both.
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     file.error = std::string("cannot open: ") + std::strerror(errno);
     return;
   }
+  if (content_keys) file.content_keys = content_keys_of_descriptor(fd, path);
   hash_descriptor(fd, file, progress, nullptr);
   ::close(fd);
 }

@@ -60,8 +60,7 @@ Result<FolderDigests> hash_folder(const std::string& dir, const FolderHashOption
           if (options.content_keys) entry.content_keys = open->second.content_keys;
           hash_open_file(open->second.fd, entry, &progress);
         } else {
-          if (options.content_keys) entry.content_keys = content_keys_of(path);
-          detail::hash_file(path, entry, &progress);
+          detail::hash_file(path, entry, options.content_keys, &progress);
         }
       },
       options.threads);

@@ -11,6 +11,9 @@
 namespace ptb {
 
 Json manifest_to_json(const Manifest& manifest);
+// One entry of "parts", as manifest_to_json writes it: for a report that
+// writes a manifest of many parts one part at a time.
+Json manifest_part_to_json(const ManifestPart& part);
 // The one JSON form of a file entry: in bundle.json, and in export's and
 // merge's reports (nlohmann's hook, so a Json made from a ManifestFile is it).
 void to_json(Json& json, const ManifestFile& file);

@@ -2,7 +2,7 @@
 // method, test cases (inputs and expected outputs). open() verifies the
 // outer flatbuffer, opens the inner program as a PteFile (with all of its
 // checks) and checks that every test suite names a method of that program.
-// Tensor bytes stay in the mapping.
+// Tensor bytes point into a private copy of the file, the one verified.
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 // and by the kernel scanner (libkernels) for the GPU code of each library.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "ptbundle/base/file.h"
@@ -20,6 +21,13 @@ namespace ptb {
 struct InspectOptions {
   bool sha256 = false;
   Progress progress;  // with sha256: the bytes as they are hashed
+  // A bundle folder may list tens of thousands of parts. When set, each part
+  // goes here as soon as it is inspected, in bundle.json's order, and
+  // InspectBundle::parts stays empty: a caller that prints each part as it
+  // comes holds one part in memory, not all of them. `bundle` is the folder's
+  // report so far (path, kind and manifest set). An error it returns stops
+  // the inspection and is inspect_path's error.
+  std::function<Status(const InspectedFile& bundle, InspectPart part)> each_part;
 };
 
 // What one path holds; its kind (InspectedFile::kind) is file_kind.h's
