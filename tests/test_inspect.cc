@@ -325,7 +325,13 @@ TEST_CASE("inspect: a bundle of thousands of parts is printed part by part, in m
     const long per_part_kib = (many.peak_rss_kib - few.peak_rss_kib) / static_cast<long>(kMany - kFew);
     CAPTURE(few.peak_rss_kib);
     CAPTURE(many.peak_rss_kib);
+#if defined(__SANITIZE_ADDRESS__)
+    // AddressSanitizer's quarantine keeps freed blocks (up to 256 MiB) and
+    // adds shadow memory: peak RSS measures the sanitizer, not the printer.
+    MESSAGE("[inspect] " << per_part_kib << " KiB per part under AddressSanitizer (bounded in the normal build)");
+#else
     CHECK(per_part_kib < 12);
+#endif
   }
 }
 
