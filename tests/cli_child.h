@@ -34,6 +34,9 @@ struct ChildResult {
 struct ChildOptions {
   std::map<std::string, std::string> env;  // added to the environment
   std::optional<rlim_t> file_size_limit;   // RLIMIT_FSIZE (ulimit -f), in bytes
+  // The child's stderr, where >= 0 (a pseudo-terminal's side, which the
+  // caller reads); else a file whose text wait() returns.
+  int stderr_fd = -1;
   int timeout_seconds = 120;
 };
 
@@ -51,7 +54,7 @@ class CliChild {
     if (pid_ == 0) {
       ::close(exec_pipe[0]);
       int out = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int err = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int err = options.stderr_fd >= 0 ? options.stderr_fd : ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       int in = ::open("/dev/null", O_RDONLY);
       ::dup2(out, 1);
       ::dup2(err, 2);

@@ -31,33 +31,19 @@ struct TerminalRun {
 
 // The seamed CLI with stderr on a pseudo-terminal of 200 columns.
 TerminalRun run_on_terminal(const std::vector<std::string>& args) {
-  TempDir scratch;
-  const fs::path out_path = scratch / "stdout";
   int master = -1, slave = -1;
   struct winsize size {};
   size.ws_col = 200;
   size.ws_row = 50;
   REQUIRE(::openpty(&master, &slave, nullptr, nullptr, &size) == 0);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::close(master);
-    int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int in = ::open("/dev/null", O_RDONLY);
-    ::dup2(in, 0);
-    ::dup2(out, 1);
-    ::dup2(slave, 2);
-    ::close(slave);
-    ::setenv("PTB_TEST_PROGRESS_EVERY_UPDATE", "1", 1);
-    std::vector<char*> argv;
-    std::string program = PTB_SEAMED_CLI_PATH;
-    argv.push_back(program.data());
-    std::vector<std::string> copy = args;
-    for (auto& arg : copy) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    ::execv(program.c_str(), argv.data());
-    ::_exit(127);
-  }
+  // Neither end stays open in the child beyond its stderr, so that the
+  // terminal closes when the child ends.
+  ::fcntl(master, F_SETFD, FD_CLOEXEC);
+  ::fcntl(slave, F_SETFD, FD_CLOEXEC);
+  ptb::test::ChildOptions options;
+  options.env = {{"PTB_TEST_PROGRESS_EVERY_UPDATE", "1"}};
+  options.stderr_fd = slave;
+  ptb::test::CliChild child(args, options);
   ::close(slave);
   TerminalRun run;
   // Read until the child's side is closed (EIO), so that a full terminal
@@ -70,10 +56,9 @@ TerminalRun run_on_terminal(const std::vector<std::string>& args) {
     run.err.append(buffer, static_cast<size_t>(n));
   }
   ::close(master);
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  run.out = read_text(out_path);
+  const ptb::test::ChildResult ended = child.wait();
+  run.exit_code = ended.exit_code;
+  run.out = ended.out;
   return run;
 }
 
