@@ -44,6 +44,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 import ptbundle  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_policy import run_description, write_section  # noqa: E402
+
 
 def main():
     parser = argparse.ArgumentParser()
@@ -52,6 +55,8 @@ def main():
     parser.add_argument("--aoti-pt2", default=None, help="the package aoti_load_package loads (default: --pt2)")
     parser.add_argument("--iterations", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--markdown", help="write the figures, with the run's GPU, driver and PyTorch, here "
+                        "(its own section of docs/performance.md)")
     args = parser.parse_args()
     inputs = args.input or [str(ROOT / "examples" / "encoder.in0.npy")]
     try:
@@ -114,6 +119,26 @@ def main():
     else:
         print("[gpu] bench_python_call: aoti_load_package(%s) %.2f us per call; python / aoti_load_package %.2fx"
               % (pathlib.Path(aoti_pt2).name, aoti, median["python"] / aoti))
+    if args.markdown:
+        aoti_row = ("failed (exit %d)" % child.returncode if aoti is None
+                    else "%.2f us (python / aoti_load_package %.2fx)" % (aoti, median["python"] / aoti))
+        write_section(args.markdown, "bench_python_call", "\n".join([
+            "## The Python module's call overhead",
+            "",
+            "Written by `bench/bench_python_call.py` on %s:" % run_description(torch),
+            "",
+            "    python3 bench/bench_python_call.py --markdown docs/performance.md",
+            "",
+            "Host time per call of `%s`, enqueue only, median of %d runs of %d calls, interleaved:"
+            % (pathlib.Path(args.pt2).name, args.repeats, args.iterations),
+            "",
+            "| call | us per call |",
+            "| --- | --- |",
+            "| Python, `m(x, out=[y])` on PyTorch CUDA tensors (DLPack) | %.2f |" % median["python"],
+            "| C, `ptb_model_run_timed` (the C++ API under the C ABI) | %.2f |" % median["c"],
+            "| Python over C (goal: under 5) | %.2f |" % (median["python"] - median["c"]),
+            "| PyTorch's `torch._inductor.aoti_load_package` on %s | %s |" % (pathlib.Path(aoti_pt2).name, aoti_row),
+        ]))
     return 0
 
 
