@@ -8,9 +8,14 @@ and max_autotune off, where every GEMM and convolution goes to cuBLAS/cuDNN
 and compiling takes seconds ("default"); with --ways, also PyTorch's defaults
 ("pytorch_nolibtorch" on the built-in runtime; "pytorch", linked to LibTorch,
 where the ptbundle given was built with LibTorch, on its LibTorch runtime).
-TF32 off everywhere. Prints one row
-per package with the medians (CUDA events, microseconds) and the ratios
-eager / ptbundle (above 1: ptbundle is faster), then the speed goals.
+Beside them, PyTorch's own runner (torch._inductor.aoti_load_package)
+on the same .pt2, in a child process so that its crash costs only its
+column; where it cannot load that package (PyTorch's runner needs a library
+linked to LibTorch), it runs <model>-pytorch.pt2, the same model compiled
+with PyTorch's defaults, and the cell says so. TF32 off everywhere. Prints
+one row per package with the medians (CUDA events, microseconds) and the
+ratios eager / ptbundle and PyTorch's runner / ptbundle (above 1: ptbundle
+is faster), then the speed goals.
 
   bench_policy.py --ptbundle BUILD/apps/ptbundle [--packages DIR] [--iterations N] [--ways W,...]
                   [--markdown docs/performance.md] [--readme README.md] [MODEL ...]
@@ -34,6 +39,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "gpu"))
 
 HEAVY = ["convs", "linears", "resnet18", "act"]
 LAUNCH_BOUND = ["mlp_head", "flow"]
+HALF = ["resnet18_fp16", "resnet18_bf16", "act_fp16", "act_bf16"]  # compute-bound like HEAVY
 WAYS = ["et", "aten", "default"]
 
 
@@ -114,10 +120,59 @@ def ptbundle(cli, package, inputs, iterations, graph):
     return timing["median_ms"] * 1000
 
 
+# Times PyTorch's runner on one package: prints its median per call in us.
+AOTI_CHILD = """
+import sys
+import numpy as np, torch
+package, iterations = sys.argv[1], int(sys.argv[2])
+def load(path):
+    array = np.load(path)
+    if array.dtype.kind == "V" and array.dtype.itemsize == 2:  # bfloat16, saved as ml_dtypes does
+        return torch.from_numpy(array.view(np.uint16).copy()).view(torch.bfloat16).cuda()
+    return torch.from_numpy(array).cuda()
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+xs = [load(p) for p in sys.argv[3:]]
+runner = torch._inductor.aoti_load_package(package)
+for _ in range(20):
+    runner(*xs)
+torch.cuda.synchronize()
+starts = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]
+ends = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]
+for start, end in zip(starts, ends):
+    start.record()
+    runner(*xs)
+    end.record()
+torch.cuda.synchronize()
+times = sorted(s.elapsed_time(e) * 1000 for s, e in zip(starts, ends))
+print(times[len(times) // 2])
+"""
+
+
+def pytorch_runner(package, inputs, iterations):
+    """PyTorch's runner's median us on `package`, or None with the reason on stderr."""
+    try:
+        done = subprocess.run([sys.executable, "-c", AOTI_CHILD, package, str(iterations)] + inputs,
+                              capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        print(f"bench_policy: {os.path.basename(package)}: PyTorch's runner: timed out", file=sys.stderr)
+        return None
+    if done.returncode != 0:
+        reason = done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
+        print(f"bench_policy: {os.path.basename(package)}: PyTorch's runner: {reason[0][-300:]}", file=sys.stderr)
+        return None
+    return float(done.stdout.strip().splitlines()[-1])
+
+
 # What each model is, for the Markdown table.
 DESCRIPTIONS = {
     "resnet18": "ResNet18, 1x3x224x224",
     "act": "ACT-shaped (ResNet18 + 3 transformer blocks)",
+    "resnet18_fp16": "ResNet18, 1x3x224x224, float16",
+    "resnet18_bf16": "ResNet18, 1x3x224x224, bfloat16",
+    "act_fp16": "ACT-shaped, float16",
+    "act_bf16": "ACT-shaped, bfloat16",
+    "lstm": "LSTM policy, 2 layers of 128, 32 steps",
     "convs": "4 convolutions, 1x3x224x224",
     "linears": "2 Linear layers, 512x1024",
     "flow": "flow matching, 10 steps of an MLP",
@@ -145,17 +200,20 @@ def run_description(torch):
 def markdown_rows(results, short):
     """Table rows: every package, or (short) the max_autotune-off packages."""
     rows = []
-    for (model, way), (plain, graphed, mine, mine_graph) in results.items():
+    for (model, way), (plain, graphed, runner, mine, mine_graph) in results.items():
         if short and way != "default":
             continue
         name = f"{DESCRIPTIONS.get(model, model)}, {WAY_NAMES.get(way, way)}"
-        rows.append(f"| {name} | {us(plain)} | {us(graphed)} | {us(mine)} | {us(mine_graph)} | "
-                    f"{ratio(plain, mine)} | {ratio(plain, mine_graph)} |")
+        runner_us, runner_of = runner
+        runner_cell = us(runner_us) + (f" ({runner_of})" if runner_us and runner_of else "")
+        rows.append(f"| {name} | {us(plain)} | {us(graphed)} | {runner_cell} | {us(mine)} | {us(mine_graph)} | "
+                    f"{ratio(plain, mine)} | {ratio(plain, mine_graph)} | {ratio(runner_us, mine)} |")
     return rows
 
 
-TABLE_HEAD = ["| part | eager | eager, CUDA graph | ptbundle | ptbundle, CUDA graph | eager / ptbundle | "
-              "eager / ptbundle with graph |", "| --- | --- | --- | --- | --- | --- | --- |"]
+TABLE_HEAD = ["| part | eager | eager, CUDA graph | PyTorch's runner | ptbundle | ptbundle, CUDA graph | "
+              "eager / ptbundle | eager / ptbundle with graph | PyTorch's runner / ptbundle |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
 
 
 def write_section(path, name, text):
@@ -191,8 +249,10 @@ def write_markdown(path, results, run, iterations, command):
         f"    {command}",
         "",
         f"Run: {run}. Medians of {iterations} calls in microseconds, float32 with TF32 off. Eager PyTorch is",
-        "timed before and after each package and its best median kept. Above 1 in the last two columns: ptbundle",
-        "is faster.",
+        "timed before and after each package and its best median kept. PyTorch's runner is",
+        "`torch._inductor.aoti_load_package` on the same package; where it cannot load it, on the package the",
+        "cell names (the same model compiled with PyTorch's defaults). Above 1 in the last three columns:",
+        "ptbundle is faster.",
         "",
         *TABLE_HEAD,
         *markdown_rows(results, short=False),
@@ -245,8 +305,8 @@ def main():
     print(f"bench_policy: {torch.cuda.get_device_name()}, torch {torch.__version__}, TF32 off, "
           f"medians of {args.iterations} calls in microseconds; eager: the best of its medians timed before and "
           f"after each package's runs")
-    header = ["package", "eager", "eager+graph", "ptbundle", "ptbundle+graph", "eager/ptb", "eager/ptb+graph",
-              "eager+graph/ptb+graph"]
+    header = ["package", "eager", "eager+graph", "pytorch-runner", "ptbundle", "ptbundle+graph", "eager/ptb",
+              "eager/ptb+graph", "eager+graph/ptb+graph", "runner/ptb"]
     print("  ".join(f"{h:>14}" if i else f"{h:<16}" for i, h in enumerate(header)))
     results = {}
     for model in models:
@@ -270,13 +330,17 @@ def main():
             inputs = [f"{stem}.in{i}.npy" for i in range(count)]
             mine = ptbundle(args.ptbundle, stem + ".pt2", inputs, args.iterations, False)
             mine_graph = ptbundle(args.ptbundle, stem + ".pt2", inputs, args.iterations, True)
+            runner = (pytorch_runner(stem + ".pt2", inputs, args.iterations), None)
+            fallback = os.path.join(folder, f"{model}-pytorch.pt2")
+            if runner[0] is None and way != "pytorch" and os.path.exists(fallback):
+                runner = (pytorch_runner(fallback, inputs, args.iterations), f"{model}-pytorch.pt2")
             plain = None
             if measure:
                 samples.append(measure())
                 plain = min(samples)
-            results[(model, way)] = (plain, graphed, mine, mine_graph)
-            row = [f"{model}-{way}", us(plain), us(graphed), us(mine), us(mine_graph), ratio(plain, mine),
-                   ratio(plain, mine_graph), ratio(graphed, mine_graph)]
+            results[(model, way)] = (plain, graphed, runner, mine, mine_graph)
+            row = [f"{model}-{way}", us(plain), us(graphed), us(runner[0]), us(mine), us(mine_graph),
+                   ratio(plain, mine), ratio(plain, mine_graph), ratio(graphed, mine_graph), ratio(runner[0], mine)]
             print("  ".join(f"{c:>14}" if i else f"{c:<16}" for i, c in enumerate(row)), flush=True)
     if args.markdown or args.readme:
         run = run_description(torch)
@@ -289,15 +353,20 @@ def main():
     # et): plain at least as fast as eager on the heavy parts; with graphs
     # 1.1x eager on the compute-bound convs and linears, 2x on the rest.
     # Triton-only (et) packages: graphs never slower than plain.
+    # Against PyTorch's runner: ptbundle at or above it on every row it ran.
     verdicts = []
-    for (model, way), (plain, graphed, mine, mine_graph) in results.items():
+    for (model, way), (plain, graphed, (runner, _), mine, mine_graph) in results.items():
+        if runner:
+            # 2% for the noise between two processes' medians.
+            verdicts.append((f"{model}-{way} >= PyTorch's runner ({ratio(runner, mine)}x)",
+                             bool(mine) and mine <= 1.02 * runner))
         if way == "et":
             if mine and mine_graph:
                 # 2% for the noise between two runs of one program.
                 verdicts.append((f"{model}-et graph <= plain ({us(mine_graph)} / {us(mine)} us)",
                                  mine_graph <= 1.02 * mine))
             continue
-        if model in HEAVY:
+        if model in HEAVY + HALF:
             verdicts.append((f"{model}-{way} plain >= eager ({ratio(plain, mine)}x)", bool(mine and plain) and plain / mine >= 1.0))
         want = 1.1 if model in ("convs", "linears") else 2.0
         verdicts.append((f"{model}-{way} graph >= {want}x eager ({ratio(plain, mine_graph)}x)",

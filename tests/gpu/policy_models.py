@@ -363,6 +363,15 @@ def _i(low, high, *shape):
 MODELS = {
     "resnet18": (resnet18, [_f(1, 3, 224, 224)], "exact", ("et", "aten", "default", "pytorch", "pytorch_nolibtorch"), {}),
     "act": (Act, [_f(1, 3, 224, 224), _f(1, 14)], "exact", ("et", "aten", "default", "pytorch", "pytorch_nolibtorch"), {}),
+    # Half-precision versions, for the comparison with PyTorch's own runner.
+    "resnet18_fp16": (resnet18, [_f(1, 3, 224, 224, dtype=torch.float16)], "exact",
+                      ("default", "pytorch", "pytorch_nolibtorch"), {"dtype": torch.float16}),
+    "resnet18_bf16": (resnet18, [_f(1, 3, 224, 224, dtype=torch.bfloat16)], "exact",
+                      ("default", "pytorch", "pytorch_nolibtorch"), {"dtype": torch.bfloat16}),
+    "act_fp16": (Act, [_f(1, 3, 224, 224, dtype=torch.float16), _f(1, 14, dtype=torch.float16)], "exact",
+                 ("default", "pytorch", "pytorch_nolibtorch"), {"dtype": torch.float16}),
+    "act_bf16": (Act, [_f(1, 3, 224, 224, dtype=torch.bfloat16), _f(1, 14, dtype=torch.bfloat16)], "exact",
+                 ("default", "pytorch", "pytorch_nolibtorch"), {"dtype": torch.bfloat16}),
     "unet1d": (UNet1dStep, [_f(1, 14, 16), _f(1, 1), _f(1, 64)], "sampler", ("aten",), {}),
     "flow": (FlowLoop, [_f(1, 50, 14), _f(1, 64)], "exact", ("et", "aten", "default"), {}),
     "moe": (MoeRouter, [_f(64, 256, dtype=torch.bfloat16)], "exact", ("et", "aten"), {"dtype": torch.bfloat16}),
