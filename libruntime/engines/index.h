@@ -1,4 +1,4 @@
-// Indexing on the GPU (index.cu), as ATen computes it: advanced indexing,
+// Indexing on the GPU (index.cc), as ATen computes it: advanced indexing,
 // index_put, nonzero and scatter. A null entry of `indices` stands for None
 // (a whole dimension); a boolean index is a mask. Indices out of range read
 // zeros and write nothing.

@@ -103,27 +103,27 @@ Status int4_mm_into(const kernels::Int4Mm& p, const Tensor& x, const Tensor& out
   return {};  // `out` holds the direct kernel's result, the last one written
 }
 
-std::string check(const Tensor& x, const Tensor& weights, int64_t group, const Tensor& scales) {
-  if (x.dtype != ScalarType::BFloat16 || x.sizes.size() != 2) return "self " + tensor_text(x) + "; expected bfloat16 [m, k]";
+Status check(const Tensor& x, const Tensor& weights, int64_t group, const Tensor& scales) {
+  if (x.dtype != ScalarType::BFloat16 || x.sizes.size() != 2) return invalid("self " + tensor_text(x) + "; expected bfloat16 [m, k]");
   if (weights.dtype != ScalarType::Int || weights.sizes.size() != 4 || !weights.is_contiguous() ||
       weights.sizes[2] != 32 || (weights.sizes[3] != 1 && weights.sizes[3] != 2 && weights.sizes[3] != 4)) {
-    return "mat2 " + tensor_text(weights) + "; expected contiguous int32 [n/8, k/(tiles*16), 32, tiles/2], tiles 2, 4 or 8, from _convert_weight_to_int4pack";
+    return invalid("mat2 " + tensor_text(weights) + "; expected contiguous int32 [n/8, k/(tiles*16), 32, tiles/2], tiles 2, 4 or 8, from _convert_weight_to_int4pack");
   }
   const int64_t k = x.sizes[1], n = weights.sizes[0] * 8, tiles = weights.sizes[3] * 2;
-  if (weights.sizes[1] * tiles * 16 != k) return "mat2 " + tensor_text(weights) + " does not hold k = " + std::to_string(k);
+  if (weights.sizes[1] * tiles * 16 != k) return invalid("mat2 " + tensor_text(weights) + " does not hold k = " + std::to_string(k));
   if (group != 32 && group != 64 && group != 128 && group != 256) {
-    return "qGroupSize " + std::to_string(group) + "; expected 32, 64, 128 or 256";
+    return invalid("qGroupSize " + std::to_string(group) + "; expected 32, 64, 128 or 256");
   }
   if (scales.dtype != ScalarType::BFloat16 || scales.sizes.size() != 3 || scales.sizes[0] != k / group ||
       scales.sizes[1] != n || scales.sizes[2] != 2 || k % group != 0) {
-    return "qScaleAndZeros " + tensor_text(scales) + "; expected bfloat16 [" + std::to_string(k / group) + ", " +
-           std::to_string(n) + ", 2]";
+    return invalid("qScaleAndZeros " + tensor_text(scales) + "; expected bfloat16 [" + std::to_string(k / group) +
+                   ", " + std::to_string(n) + ", 2]");
   }
   if (x.storage->device_type != kDeviceCuda || weights.storage->device_type != kDeviceCuda ||
       scales.storage->device_type != kDeviceCuda) {
-    return "the tensors are not on the GPU";
+    return invalid("the tensors are not on the GPU");
   }
-  return "";
+  return {};
 }
 
 }  // namespace
@@ -131,7 +131,7 @@ std::string check(const Tensor& x, const Tensor& weights, int64_t group, const T
 namespace ptb::builtin {
 
 Result<Tensor> int4pack_mm(const Tensor& x, const Tensor& weights, int64_t group, const Tensor& scales) {
-  if (std::string why = check(x, weights, group, scales); !why.empty()) return invalid(why);
+  PTB_CHECK(check(x, weights, group, scales));
   kernels::Int4Mm p;
   p.m = x.sizes[0];
   p.k = x.sizes[1];
@@ -150,8 +150,7 @@ Result<Tensor> int4pack_mm(const Tensor& x, const Tensor& weights, int64_t group
   p.out = static_cast<__nv_bfloat16*>(out.data());
   if (p.m > 0 && p.n > 0) {
     PTB_CHECK(int4_mm_into(p, x, out, stream_for(x)));
-    if (cudaError_t code = cudaGetLastError(); code != cudaSuccess)
-      return invalid(std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code));
+    PTB_CHECK(cuda_checked(cudaGetLastError()));
   }
   return out;
 }

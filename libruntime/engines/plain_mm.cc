@@ -69,8 +69,7 @@ Result<Tensor> run_plain_mm(int bits, const PlainArgs& a) {
                       p.n * p.w.k * 2 <= kGemmWeightBytes && cublas_lt() != nullptr;
     // Where the GEMM cannot run after all, the direct kernel serves.
     if (!gemm || !dequantized_mm(p, x, out, stream).ok()) kernels::plain_direct(p, stream);
-    if (cudaError_t code = cudaGetLastError(); code != cudaSuccess)
-      return invalid(std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code));
+    PTB_CHECK(cuda_checked(cudaGetLastError()));
   }
   return out;
 }

@@ -35,10 +35,6 @@ Result<RandomState> state_for(const Tensor& out) {
   return random_state(out.storage->device_index);
 }
 
-Status launched(cudaError_t code) {
-  if (code != cudaSuccess) return invalid(std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code));
-  return {};
-}
 
 Status fill_real(const Tensor& out, bool normal) {
   if (!is_floating_type(out.dtype) || out.itemsize() > 8 || out.itemsize() < 2) {
@@ -47,7 +43,7 @@ Status fill_real(const Tensor& out, bool normal) {
   PTB_TRY(RandomState state, state_for(out));
   const int64_t count = out.numel();
   if (count == 0) return {};
-  return launched(kernels::random_reals(out.data(), out.dtype, count, normal, state.key, state.counter,
+  return cuda_checked(kernels::random_reals(out.data(), out.dtype, count, normal, state.key, state.counter,
                                         stream_for(out)));
 }
 
@@ -63,7 +59,7 @@ Status random_integers(const Tensor& out, int64_t low, int64_t high) {
   const int64_t count = out.numel();
   if (count == 0) return {};
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
-  return launched(kernels::random_integers(out.data(), out.dtype, count, low, range, state.key, state.counter,
+  return cuda_checked(kernels::random_integers(out.data(), out.dtype, count, low, range, state.key, state.counter,
                                            stream_for(out)));
 }
 

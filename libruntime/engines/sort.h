@@ -1,4 +1,4 @@
-// Sorting along one dimension (sort.cu), for sort, sort_stable and topk.
+// Sorting along one dimension (sort.cc), for sort, sort_stable and topk.
 #pragma once
 
 #include <cstdint>

@@ -129,6 +129,11 @@ std::string cuda_text(cudaError_t code) {
 
 }  // namespace
 
+Status cuda_checked(cudaError_t code) {
+  if (code != cudaSuccess) return invalid(cuda_text(code));
+  return {};
+}
+
 void* current_stream(int32_t device_index) {
   auto found = current_streams.find(device_index);
   return found == current_streams.end() ? nullptr : found->second;

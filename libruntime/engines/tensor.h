@@ -103,6 +103,9 @@ bool kernel_view(const Tensor& tensor, kernels::View& view);
 // in order on the current stream.
 Status add_into(const Tensor& dst, const Tensor& src);
 
+// A CUDA call's outcome as a Status: its error's name and description.
+Status cuda_checked(cudaError_t code);
+
 // "float32 [4, 16] (strides [16, 1])", for messages.
 std::string tensor_text(const Tensor& tensor);
 

@@ -15,24 +15,6 @@
 
 namespace ptb::builtin::kernels {
 
-// Sizes and strides (in elements) a kernel walks in row-major order.
-struct Layout {
-  int32_t dims = 0;
-  int64_t sizes[kMaxDims] = {};
-  int64_t strides[kMaxDims] = {};
-};
-
-// A view's sizes and strides, for a kernel's argument.
-inline Layout layout_of(const View& view) {
-  Layout layout{};
-  layout.dims = view.dims;
-  for (int32_t k = 0; k < view.dims; ++k) {
-    layout.sizes[k] = view.sizes[k];
-    layout.strides[k] = view.strides[k];
-  }
-  return layout;
-}
-
 // The element offset of row-major position `i` of `layout`.
 __device__ inline int64_t offset_of(int64_t i, const Layout& layout) {
   int64_t at = 0;
@@ -41,18 +23,6 @@ __device__ inline int64_t offset_of(int64_t i, const Layout& layout) {
     i /= layout.sizes[k];
   }
   return at;
-}
-
-// The dtypes these helpers take.
-inline bool accessible_dtype(int32_t dtype) {
-  switch (dtype) {
-    case ScalarType::Float: case ScalarType::Double: case ScalarType::Half: case ScalarType::BFloat16:
-    case ScalarType::Byte: case ScalarType::Char: case ScalarType::Short: case ScalarType::Int:
-    case ScalarType::Long: case ScalarType::Bool:
-      return true;
-    default:
-      return false;
-  }
 }
 
 __host__ __device__ inline bool floating_dtype(int32_t dtype) {
@@ -131,8 +101,6 @@ __device__ inline void store_bits(void* base, int64_t at, int itemsize, uint64_t
 __device__ inline double load_value(const void* base, int64_t at, int32_t dtype, int itemsize) {
   return from_bits(load_bits(base, at, itemsize), dtype);
 }
-
-enum class Reduce : int32_t { None, Sum, Prod, Mean, Max, Min };
 
 // What a reduction starts from, so that a target's old value can be left out.
 __device__ inline double reduce_identity(Reduce reduce) {

@@ -94,4 +94,15 @@ cudaError_t scale(const View& view, int64_t numel, double factor, cudaStream_t s
   return cudaGetLastError();
 }
 
+bool accessible_dtype(int32_t dtype) {
+  switch (dtype) {
+    case ScalarType::Float: case ScalarType::Double: case ScalarType::Half: case ScalarType::BFloat16:
+    case ScalarType::Byte: case ScalarType::Char: case ScalarType::Short: case ScalarType::Int:
+    case ScalarType::Long: case ScalarType::Bool:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace ptb::builtin::kernels

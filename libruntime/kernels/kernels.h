@@ -21,6 +21,31 @@ struct View {
   int64_t strides[kMaxDims] = {};
 };
 
+// Sizes and strides (in elements) a kernel walks in row-major order.
+struct Layout {
+  int32_t dims = 0;
+  int64_t sizes[kMaxDims] = {};
+  int64_t strides[kMaxDims] = {};
+};
+
+// A view's sizes and strides, for a kernel's argument.
+inline Layout layout_of(const View& view) {
+  Layout layout{};
+  layout.dims = view.dims;
+  for (int32_t k = 0; k < view.dims; ++k) {
+    layout.sizes[k] = view.sizes[k];
+    layout.strides[k] = view.strides[k];
+  }
+  return layout;
+}
+
+// How a scatter or an accumulating put combines a value with its target.
+enum class Reduce : int32_t { None, Sum, Prod, Mean, Max, Min };
+
+// Whether element_access.cuh's load_value/to_bits take `dtype` (the real
+// dtypes of at most 8 bytes whose values a double holds).
+bool accessible_dtype(int32_t dtype);
+
 // Every element of `src` into `dst` (same sizes), converted between dtypes
 // as ATen's copy_ converts them (floating to integer truncates toward zero,
 // anything to bool tests for nonzero). Both on the GPU.
