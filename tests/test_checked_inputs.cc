@@ -180,7 +180,7 @@ TEST_CASE("checked inputs: merge refuses an input file changed in place, its siz
   CHECK_MESSAGE(contains(merged.err, (a / "add.pte").string() + ": its bytes hash to sha256:"), merged.err);
   CHECK(contains(merged.err, "its bundle.json records sha256:"));
   CHECK_FALSE(fs::exists(dir / "out"));
-  for (const auto& entry : fs::directory_iterator(dir)) CHECK_MESSAGE(!contains(entry.path().filename().string(), ".out.merge-"), entry.path());
+  for (const auto& entry : fs::directory_iterator(dir.path())) CHECK_MESSAGE(!contains(entry.path().filename().string(), ".out.merge-"), entry.path());
 
   // A CUDA part's weights, changed right after the inputs were checked: the
   // merge refuses them, naming the file (whichever read finds it first).

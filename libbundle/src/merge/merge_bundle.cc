@@ -140,7 +140,7 @@ Error input_changed(const std::string& input, const ManifestFile& recorded, uint
   return invalid(input + ": its bytes hash to sha256:" + sha256 + " (" + std::to_string(size) +
                  " bytes) as merge reads them; its bundle.json records sha256:" + recorded.sha256 + " (" +
                  std::to_string(recorded.size) +
-                 " bytes): the file changed after it was checked; nothing was written; merge the bundles again");
+                 " bytes): the file changed after it was checked; nothing was written; restore it (or export the part again) and merge again");
 }
 
 // Copies an input's file (`source`, as its bundle opened it) into the staging
