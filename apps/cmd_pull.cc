@@ -11,6 +11,7 @@
 
 #include "command.h"
 #include "trust_flags.h"
+#include "ptbundle/base/file.h"
 #include "ptbundle/cuda/gpu_check.h"
 #include "ptbundle/registry/pull.h"
 
@@ -95,11 +96,15 @@ int run_pull(const PullArgs& args, Output& out) {
         std::string(pulled->signed_by ? " and the signature" : "");
     return out.print(output);
   }
+  test_kill_point("pull-verify");
   VerifyOptions verify_options;
   verify_options.gpu = args.gpu;
   verify_options.keys = options.keys;
   verify_options.require_signature = args.trust.require_signature;
   verify_options.progress = out.progress();
+  // The files pull wrote are held until verify has run: their digests,
+  // checked as the bytes arrived, are not computed again.
+  verify_options.written = pulled->written;
   auto verified = verify_paths({args.output}, verify_options);
   if (!verified) return out.fail(verified.error());
   output.verify = VerifyVerdict{&*verified};

@@ -161,6 +161,43 @@ TEST_CASE("checked inputs: merge checks its inputs through the files it merges, 
   CHECK_MESSAGE(clean.exit_code == 0, clean.err);
 }
 
+TEST_CASE("checked inputs: merge refuses an input file changed in place, its size kept, after the inputs were checked") {
+  PTB_REQUIRE_FIXTURES();
+  TempDir dir;
+  // A part without a CUDA delegate is copied whole from the first bundle.
+  fs::path a = dir / "a", b = dir / "b";
+  for (const fs::path& bundle : {a, b}) {
+    auto made = run_cli({"export", "-o", bundle.string(), "--part", "add=" + fixture("executorch/add.pte").string()});
+    REQUIRE_MESSAGE(made.exit_code == 0, made.err);
+  }
+  // Changed after the inputs were checked and compared, right before the copy.
+  const uint64_t size = fs::file_size(a / "add.pte");
+  auto merged = run_cli({"merge", "-o", (dir / "out").string(), a.string(), b.string()}, "merge-copy",
+                        [&] { flip_byte(a / "add.pte", size / 2); });
+  CHECK(merged.stopped);
+  CHECK(fs::file_size(a / "add.pte") == size);
+  CHECK(merged.exit_code == 1);
+  CHECK_MESSAGE(contains(merged.err, (a / "add.pte").string() + ": its bytes hash to sha256:"), merged.err);
+  CHECK(contains(merged.err, "its bundle.json records sha256:"));
+  CHECK_FALSE(fs::exists(dir / "out"));
+  for (const auto& entry : fs::directory_iterator(dir.path())) CHECK_MESSAGE(!contains(entry.path().filename().string(), ".out.merge-"), entry.path());
+
+  // A CUDA part's weights, changed right after the inputs were checked: the
+  // merge refuses them, naming the file (whichever read finds it first).
+  const fs::path c = enc_bundle(dir.path(), "c", "sm80");
+  const fs::path d = enc_bundle(dir.path(), "d", "sm90");
+  const uint64_t offset = first_weight_offset(c / "enc.ptd") + 3;
+  auto weights = run_cli({"merge", "-o", (dir / "out2").string(), c.string(), d.string()}, "inputs-checked",
+                         [&] { flip_byte(c / "enc.ptd", offset); });
+  CHECK(weights.stopped);
+  CHECK(weights.exit_code == 1);
+  CHECK_MESSAGE(contains(weights.err, (c / "enc.ptd").string()), weights.err);
+  CHECK_FALSE(fs::exists(dir / "out2"));
+  flip_byte(c / "enc.ptd", offset);  // whole again: the same inputs merge
+  auto clean = run_cli({"merge", "-o", (dir / "out2").string(), c.string(), d.string()});
+  CHECK_MESSAGE(clean.exit_code == 0, clean.err);
+}
+
 TEST_CASE("checked inputs: open_checked_part returns the mappings it checked and says what passed") {
   PTB_REQUIRE_FIXTURES();
   TempDir dir;

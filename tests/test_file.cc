@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "ptbundle/base/file.h"
@@ -66,4 +67,55 @@ TEST_CASE("sha256 matches a known digest") {
   std::string abc = "abc";
   auto digest = sha256(Bytes(reinterpret_cast<const uint8_t*>(abc.data()), abc.size()));
   CHECK(to_hex(digest) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST_CASE("AtomicOutput: a guarded file is held after finish, and any open for writing shows") {
+  TempDir dir;
+  auto target = (dir / "layer.bin").string();
+  auto out = AtomicOutput::create(target);
+  REQUIRE(out.ok());
+  if (!out->guard_writes()) {
+    // No leases on this file system: nothing is held, and callers hash.
+    REQUIRE(out->write_zeros(10).ok());
+    auto held = out->finish();
+    REQUIRE(held.ok());
+    CHECK(*held == nullptr);
+    return;
+  }
+  REQUIRE(out->write(Bytes(reinterpret_cast<const uint8_t*>("0123456789"), 10)).ok());
+  auto held = out->finish();
+  REQUIRE(held.ok());
+  REQUIRE(*held != nullptr);
+  CHECK((*held)->unchanged());
+  REQUIRE(out->commit().ok());
+  int reader = ::open(target.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(reader >= 0);
+  CHECK((*held)->is(reader));  // renamed into place, still the file written
+  CHECK((*held)->unchanged());  // a reader changes nothing
+  // A writer cannot open it while it is held (its open waits, or with
+  // O_NONBLOCK fails), and the attempt voids the proof.
+  int writer = ::open(target.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  CHECK(writer < 0);
+  if (writer >= 0) ::close(writer);
+  CHECK_FALSE((*held)->unchanged());
+  ::close(reader);
+}
+
+TEST_CASE("AtomicOutput: a guarded file another process opened while it was written is not held") {
+  TempDir dir;
+  auto target = (dir / "layer.bin").string();
+  auto out = AtomicOutput::create(target);
+  REQUIRE(out.ok());
+  if (!out->guard_writes()) return;  // no leases here: the first case covers it
+  REQUIRE(out->write_zeros(10).ok());
+  // Another open of the temporary file (this one for reading: any open
+  // counts) while it is written, then a write through it after.
+  int other = ::open(out->temp_path().c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  CHECK(other < 0);  // the lease holds it off, but the attempt is seen
+  if (other >= 0) ::close(other);
+  REQUIRE(out->write_zeros(10).ok());
+  auto held = out->finish();
+  REQUIRE(held.ok());
+  CHECK(*held == nullptr);
+  CHECK(out->commit().ok());
 }

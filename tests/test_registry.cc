@@ -14,10 +14,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <set>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -25,6 +27,7 @@
 #include "ptbundle/registry/modelpack.h"
 #include "ptbundle/registry/reference.h"
 #include "registry/local_registry.h"
+#include "cli_child.h"
 #include "support.h"
 
 extern char** environ;
@@ -461,6 +464,76 @@ TEST_CASE("registry: credentials come from a credential helper") {
   auto refused = run_cli("pull --gpu none " + hostile.host() + "/x/y:1 -o " + quote(work / "none"));
   CHECK(refused.exit_code == 3);
   CHECK(contains(refused.err, "HTTP 401"));
+}
+
+// pull's verify takes the digests pull checked as the bytes arrived, for the
+// files it wrote and holds (a write lease while it writes them, then a read
+// lease: AtomicOutput::finish). A file changed in DIR after that must still
+// fail verify: renamed over (another file: hashed), or written in place
+// (which the lease holds off while pull runs, or, on a file system without
+// leases, leaves no proof: hashed).
+TEST_CASE("registry: a layer changed in DIR between pull's hashing and its verify cannot pass") {
+  PTB_REQUIRE_FIXTURES();
+  if (!require_programs({"docker-registry"})) return;
+  LocalRegistry registry;
+  TempDir work;
+  const fs::path bundle = work / "b";
+  make_bundle(bundle);
+  const std::string ref = registry.host() + "/robots/arm:v1";
+  auto pushed = run_cli("push -q " + quote(bundle) + " " + ref);
+  REQUIRE_MESSAGE(pushed.exit_code == 0, pushed.err);
+  const uint64_t offset = fs::file_size(bundle / "encoder.ptd") - 5;
+
+  // The pull stopped after placing its files, before verify; `meanwhile` runs.
+  auto pull_stopped = [&](const fs::path& out, const std::function<void()>& meanwhile) {
+    ptb::test::ChildOptions options;
+    options.env = {{"PTB_TEST_KILL_AT", "pull-verify"}, {"PTB_TEST_KILL_SIGNAL", "STOP"}};
+    ptb::test::CliChild child({"pull", "--gpu", "none", ref, "-o", out.string()}, options);
+    REQUIRE(child.wait_stopped());
+    meanwhile();
+    ::kill(child.pid(), SIGCONT);
+    return child.wait();
+  };
+
+  SUBCASE("renamed over") {
+    const fs::path out = work / "renamed";
+    auto pulled = pull_stopped(out, [&] {
+      fs::copy_file(out / "encoder.ptd", work / "changed.ptd");
+      ptb::test::flip_byte(work / "changed.ptd", offset);
+      fs::rename(work / "changed.ptd", out / "encoder.ptd");
+    });
+    CHECK(pulled.exit_code == 1);
+    CHECK_MESSAGE(contains(pulled.out, "FAIL file " + (out / "encoder.ptd").string() + ": SHA-256 is"), pulled.out);
+  }
+  SUBCASE("written in place") {
+    const fs::path out = work / "in_place";
+    bool written = false;
+    auto pulled = pull_stopped(out, [&] {
+      int fd = ::open((out / "encoder.ptd").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd < 0) {
+        // Held by pull: the open waits for it (here, with O_NONBLOCK, fails).
+        CHECK(errno == EWOULDBLOCK);
+        return;
+      }
+      const char byte = 'x';
+      written = ::pwrite(fd, &byte, 1, static_cast<off_t>(offset)) == 1;
+      ::close(fd);
+    });
+    if (written) {
+      CHECK(pulled.exit_code == 1);
+      CHECK_MESSAGE(contains(pulled.out, "FAIL file " + (out / "encoder.ptd").string() + ": SHA-256 is"), pulled.out);
+    } else {
+      // Nothing changed, and the attempt took away pull's proof: verify
+      // hashed the file itself.
+      CHECK_MESSAGE(pulled.exit_code == 0, (pulled.out + pulled.err));
+      CHECK(read_bytes(out / "encoder.ptd") == read_bytes(bundle / "encoder.ptd"));
+    }
+  }
+  SUBCASE("unchanged: it verifies") {
+    auto pulled = pull_stopped(work / "same", [] {});
+    CHECK_MESSAGE(pulled.exit_code == 0, (pulled.out + pulled.err));
+    CHECK(contains(pulled.out, "verify: ok"));
+  }
 }
 
 TEST_CASE("registry: an interrupted pull leaves the previous state and no temporary file") {

@@ -1,6 +1,7 @@
 #include "ptbundle/base/file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -187,6 +188,8 @@ AtomicOutput& AtomicOutput::operator=(AtomicOutput&& other) noexcept {
     fd_ = std::exchange(other.fd_, -1);
     cleanup_slot_ = std::exchange(other.cleanup_slot_, -1);
     position_ = std::exchange(other.position_, 0);
+    finished_ = std::exchange(other.finished_, false);
+    guarded_ = std::exchange(other.guarded_, false);
   }
   return *this;
 }
@@ -194,10 +197,11 @@ AtomicOutput& AtomicOutput::operator=(AtomicOutput&& other) noexcept {
 AtomicOutput::~AtomicOutput() { discard(); }
 
 void AtomicOutput::discard() {
-  if (fd_ >= 0) {
-    ::close(fd_);
+  if (fd_ >= 0 || finished_) {
+    if (fd_ >= 0) ::close(fd_);
     ::unlinkat(dir_fd_, temp_name_.c_str(), 0);
     fd_ = -1;
+    finished_ = false;
   }
   unregister_temp_path(std::exchange(cleanup_slot_, -1));
   if (dir_fd_ >= 0) ::close(std::exchange(dir_fd_, -1));
@@ -216,7 +220,15 @@ Status AtomicOutput::write(Bytes data) {
     p += n;
     left -= static_cast<size_t>(n);
   }
+  const uint64_t before = position_;
   position_ += data.size();
+  // Every output is fsynced before it is placed: the disk is asked to start
+  // writing each whole 16 MiB as soon as it is written, so that the writing
+  // overlaps the work producing the bytes (a download, a hash) and the fsync
+  // finds little left.
+  constexpr uint64_t kWriteback = 16ull << 20;
+  const uint64_t from = before / kWriteback * kWriteback, to = position_ / kWriteback * kWriteback;
+  if (to > from) ::sync_file_range(fd_, static_cast<off64_t>(from), static_cast<off64_t>(to - from), SYNC_FILE_RANGE_WRITE);
   return {};
 }
 
@@ -254,8 +266,83 @@ Status AtomicOutput::copy_from(const MappedFile& source, uint64_t offset, uint64
   return {};
 }
 
-Status AtomicOutput::commit() {
+namespace {
+
+// A lease's break is announced by a signal to its holder, SIGIO by default,
+// whose default action ends the process. SIGURG, ignored by default, is
+// asked for instead, and the owner cleared once the lease is set (setting a
+// lease makes this process the owner), so that a break only shows in
+// F_GETLEASE: it is a fact this process checks, never an event it handles.
+bool take_lease(int fd, int type) {
+  if (::fcntl(fd, F_SETSIG, SIGURG) != 0) return false;
+  if (::fcntl(fd, F_SETLEASE, type) != 0) return false;
+  ::fcntl(fd, F_SETOWN, 0);
+  return true;
+}
+
+bool same_change_time(const struct stat& a, const struct stat& b) {
+  return a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
+}
+
+}  // namespace
+
+HeldFile::~HeldFile() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lease
+}
+
+bool HeldFile::unchanged() const { return ::fcntl(fd_, F_GETLEASE) == F_RDLCK; }
+
+bool HeldFile::is(int fd) const {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_dev) == device_ &&
+         static_cast<uint64_t>(st.st_ino) == inode_ && static_cast<uint64_t>(st.st_size) == size_;
+}
+
+bool AtomicOutput::guard_writes() {
+  guarded_ = fd_ >= 0 && position_ == 0 && take_lease(fd_, F_WRLCK);
+  return guarded_;
+}
+
+Result<std::shared_ptr<const HeldFile>> AtomicOutput::finish() {
   if (fd_ < 0) return io_error(final_path_ + ": output already closed");
+  std::shared_ptr<const HeldFile> held;
+  // Still the write lease: no other process opened the file since it was
+  // created. The change time read here is the last write's; reading it makes
+  // the kernel give the next change a later one (fine-grained timestamps).
+  struct stat written {};
+  const bool unopened = guarded_ && ::fcntl(fd_, F_GETLEASE) == F_WRLCK && ::fstat(fd_, &written) == 0;
+  int reader = -1;
+  if (unopened) {
+    // A read lease needs the file open for reading and by no writer: ours
+    // is given up and a reading descriptor opened in its place. A write
+    // between the two changes the change time, compared below.
+    ::fcntl(fd_, F_SETLEASE, F_UNLCK);
+    reader = ::openat(dir_fd_, temp_name_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  }
+  if (::fsync(fd_) != 0) {
+    if (reader >= 0) ::close(reader);
+    return io_error(final_path_ + ": fsync failed: " + errno_text());
+  }
+  const int writer = std::exchange(fd_, -1);
+  finished_ = true;
+  if (::close(writer) != 0) {
+    if (reader >= 0) ::close(reader);
+    return io_error(final_path_ + ": close failed: " + errno_text());
+  }
+  if (reader >= 0) {
+    struct stat now {};
+    if (take_lease(reader, F_RDLCK) && ::fstat(reader, &now) == 0 && now.st_dev == written.st_dev &&
+        now.st_ino == written.st_ino && static_cast<uint64_t>(now.st_size) == position_ && same_change_time(now, written)) {
+      held = std::make_shared<const HeldFile>(reader, now.st_dev, now.st_ino, position_);
+    } else {
+      ::close(reader);
+    }
+  }
+  return held;
+}
+
+Status AtomicOutput::commit() {
+  if (fd_ < 0 && !finished_) return io_error(final_path_ + ": output already closed");
   // Made from an input that shrank while read (zeros where its bytes were):
   // never put in place.
   if (auto changed = changed_mapped_file()) {
@@ -263,13 +350,16 @@ Status AtomicOutput::commit() {
     error.message += "; not writing " + final_path_;
     return error;
   }
-  if (::fsync(fd_) != 0) return io_error(final_path_ + ": fsync failed: " + errno_text());
-  if (::close(fd_) != 0) {
+  if (!finished_) {
+    if (::fsync(fd_) != 0) return io_error(final_path_ + ": fsync failed: " + errno_text());
+    if (::close(fd_) != 0) {
+      fd_ = -1;
+      ::unlinkat(dir_fd_, temp_name_.c_str(), 0);
+      return io_error(final_path_ + ": close failed: " + errno_text());
+    }
     fd_ = -1;
-    ::unlinkat(dir_fd_, temp_name_.c_str(), 0);
-    return io_error(final_path_ + ": close failed: " + errno_text());
   }
-  fd_ = -1;
+  finished_ = false;
   // renameat replaces the entry itself: a symlink of the final name is
   // replaced, never followed.
   if (::renameat(dir_fd_, temp_name_.c_str(), dir_fd_, final_name_.c_str()) != 0) {

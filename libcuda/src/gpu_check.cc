@@ -54,6 +54,7 @@ Result<VerifyReport> verify_paths(const std::vector<std::string>& arguments, con
     integrity.keys = options.keys;
     integrity.require_signature = options.require_signature;
     integrity.progress = options.progress;
+    integrity.written = options.written;
     SignatureSummary signature;
     std::vector<VerifySubject> subjects = check_integrity(argument, report.checks, integrity, &signature);
     signature.path = argument;

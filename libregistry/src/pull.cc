@@ -178,10 +178,16 @@ Result<PullReport> pull_bundle(const PullOptions& options) {
   auto download = [&](const ArtifactLayer& layer, std::string* capture) -> Status {
     if (size_t slash = layer.path.find('/'); slash != std::string::npos) PTB_CHECK(dir.make_folder(layer.path.substr(0, slash)));
     PTB_TRY(AtomicOutput out, AtomicOutput::create_in(dir, layer.path));
+    out.guard_writes();
     PTB_CHECK(fetch_checked(client, layer, [&](Bytes piece) {
       if (capture) capture->append(reinterpret_cast<const char*>(piece.data()), piece.size());
       return out.write(piece);
     }, progress_step(options.registry.progress, "pulling " + layer.path)));
+    // The digest just checked is of the bytes written: where the file is
+    // held unchanged from here on, verify takes it rather than hashing the
+    // file again (WrittenDigest).
+    PTB_TRY(std::shared_ptr<const HeldFile> held, out.finish());
+    if (held) report.written[layer.path] = {std::move(held), hex_of(layer.digest)};
     outputs.push_back(std::move(out));
     placements.push_back({layer.path, nullptr});
     report.files.push_back({layer.path, layer.media_type, layer.digest, layer.size, "downloaded"});

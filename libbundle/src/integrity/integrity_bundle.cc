@@ -304,9 +304,9 @@ OpenedFiles open_part_files(const BundleDir& dir, const std::vector<ManifestPart
 std::map<std::string, FolderHashOptions::OpenFile> descriptors(const OpenedFiles& opened) {
   std::map<std::string, FolderHashOptions::OpenFile> out;
   for (const auto& [path, pte] : opened.programs)
-    if (pte.ok()) out[path] = {(*pte)->file().fd(), content_keys_of(**pte)};
+    if (pte.ok()) out[path] = {(*pte)->file().fd(), content_keys_of(**pte), {}};
   for (const auto& [path, ptd] : opened.data)
-    if (ptd.ok()) out[path] = {(*ptd)->file().fd(), content_keys_of(**ptd)};
+    if (ptd.ok()) out[path] = {(*ptd)->file().fd(), content_keys_of(**ptd), {}};
   return out;
 }
 
@@ -531,11 +531,31 @@ void check_bundle(const std::string& path, const IntegrityOptions& options, Chec
   const OpenedFiles files = open_part_files(*dir, parts.valid);
   test_kill_point("verify-parts-opened");
   reading.hashing.open_files = descriptors(files);
-  for (const auto& [relative, file] : reading.hashing.open_files) reading.hashing.hash_only->insert(relative);
+  for (auto& [relative, file] : reading.hashing.open_files) {
+    reading.hashing.hash_only->insert(relative);
+    // A file the caller wrote and holds (pull's): where the file opened here
+    // is that very file, and nothing opened it for writing since its bytes
+    // were written and hashed, the caller's digest is this file's. Any other
+    // file at the path (a rename put it there), a broken lease or a file
+    // system without leases: hashed here, as any file.
+    auto written = options.written.find(relative);
+    if (written != options.written.end() && written->second.file && written->second.file->is(file.fd) &&
+        written->second.file->unchanged())
+      file.sha256 = written->second.sha256;
+  }
   auto digests = hash_folder(path, reading.hashing);
   if (!digests.ok()) {
     checks.fail(checks::kFile, path, digests.error().message);
     digests = FolderDigests{};
+  }
+  // A writer's open waits for the lease only so long (lease-break-time): a
+  // lease broken while the folder was hashed voids the caller's digest.
+  for (FileDigest& entry : digests->files) {
+    auto open = reading.hashing.open_files.find(entry.path);
+    if (open == reading.hashing.open_files.end() || open->second.sha256.empty()) continue;
+    if (options.written.at(entry.path).file->unchanged()) continue;
+    entry = FileDigest{entry.path, entry.kind, 0, "", "", open->second.content_keys};
+    hash_open_file(open->second.fd, entry);
   }
   drop_live_lock_file(*dir, *digests);
   check_signature(*dir, signature_name, *digests, options, checks, signature);

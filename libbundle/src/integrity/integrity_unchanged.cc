@@ -91,7 +91,7 @@ Status check_bundle_unchanged(const std::string& dir, const Manifest& manifest, 
 Status check_bundle_unchanged(const Bundle& bundle, const std::vector<const BundlePart*>& parts,
                               const IntegrityOptions& options) {
   std::map<std::string, FolderHashOptions::OpenFile> open_files;
-  open_files[kManifestFileName] = {bundle.manifest_file().fd(), {}};
+  open_files[kManifestFileName] = {bundle.manifest_file().fd(), {}, {}};
   for (const BundlePart* part : parts) open_files.merge(detail::part_open_files(*part));
   return check_unchanged(bundle.path(), bundle.manifest(), options, std::move(open_files));
 }

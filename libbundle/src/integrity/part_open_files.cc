@@ -16,11 +16,11 @@ std::map<std::string, FolderHashOptions::OpenFile> part_open_files(const BundleP
       for (const BundleProgram& program : part.programs) {
         if (program.path != file.path) continue;
         const PteFile& pte = program.program->pte();
-        out[file.path] = {pte.file().fd(), content_keys_of(pte)};
+        out[file.path] = {pte.file().fd(), content_keys_of(pte), {}};
       }
     } else {
       const std::shared_ptr<const PtdFile>& ptd = file.role == FileRole::Data ? part.data : part.testcase;
-      if (ptd) out[file.path] = {ptd->file().fd(), content_keys_of(*ptd)};
+      if (ptd) out[file.path] = {ptd->file().fd(), content_keys_of(*ptd), {}};
     }
   }
   return out;

@@ -23,6 +23,7 @@
 #include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/segment_source.h"
 #include "ptbundle/integrity/integrity.h"
+#include "ptbundle/signing/folder_digests.h"
 #include "ptbundle/base/sha256.h"
 
 namespace ptb {
@@ -133,33 +134,61 @@ Result<bool> is_ptx_only(const Export& e, LibraryScanCache& scans) {
   return any_ptx;
 }
 
-Status copy_mapped(const MappedFile& source, const fs::path& to, const Progress& progress) {
+// The error for an input file whose bytes, as merge reads them, are not the
+// ones its bundle.json records: it changed after the input was checked.
+Error input_changed(const std::string& input, const ManifestFile& recorded, uint64_t size, const std::string& sha256) {
+  return invalid(input + ": its bytes hash to sha256:" + sha256 + " (" + std::to_string(size) +
+                 " bytes) as merge reads them; its bundle.json records sha256:" + recorded.sha256 + " (" +
+                 std::to_string(recorded.size) +
+                 " bytes): the file changed after it was checked; nothing was written; restore it (or export the part again) and merge again");
+}
+
+// Copies an input's file (`source`, as its bundle opened it) into the staging
+// folder: each chunk is hashed and written from the same buffer, so the input
+// is read once and the digest recorded is of the very bytes the merged bundle
+// holds. They must be the bytes `recorded` (the input's bundle.json entry)
+// describes: an input changed in place since check_inputs_unchanged read it
+// is refused, never carried into a bundle whose fresh bundle.json would make
+// the change look approved.
+Result<ManifestFile> copy_checked(const MappedFile& source, const ManifestFile& recorded, const fs::path& staging,
+                                  const std::string& relative, FileRole role, std::optional<std::string> target,
+                                  const Progress& progress) {
+  const fs::path to = staging / relative;
   std::error_code ec;
   fs::create_directories(to.parent_path(), ec);
   if (ec) return io_error(to.parent_path().string() + ": cannot create the folder: " + ec.message());
   PTB_TRY(AtomicOutput out, AtomicOutput::create(to.string()));
-  PTB_CHECK(SegmentSource::file_range(source, 0, source.size()).write_to(out, progress));
-  return out.commit();
-}
-
-// `copy_of`: the input file this one is a byte-for-byte copy of, whose
-// digest check_inputs_unchanged has just confirmed: its SHA-256 is taken
-// rather than hashing the same bytes again (a size that differs means the
-// input changed since, and the copy is hashed after all).
-Result<ManifestFile> file_entry(const fs::path& staging, const std::string& relative, FileRole role,
-                                std::optional<std::string> target = std::nullopt, const ManifestFile* copy_of = nullptr) {
+  test_kill_point("merge-copy");
+  FileDigest digest;
+  digest.path = source.path();
+  ProgressCounter counter(progress, source.size(), "writing " + to.string());
+  hash_open_file_copying(source.fd(), digest, [&](Bytes chunk) -> std::string {
+    if (Status written = out.write(chunk); !written.ok()) return written.error().message;
+    counter.add(chunk.size());
+    return {};
+  });
+  if (!digest.error.empty()) return io_error(source.path() + ": " + digest.error);
+  if (digest.size != recorded.size || digest.sha256 != recorded.sha256 || out.position() != digest.size)
+    return input_changed(source.path(), recorded, digest.size, digest.sha256);
+  PTB_CHECK(out.commit());
   ManifestFile file;
   file.role = role;
   file.path = relative;
   file.target = std::move(target);
+  file.size = digest.size;
+  file.sha256 = digest.sha256;
+  return file;
+}
+
+// A file the merge wrote itself (a merged program, its weights), hashed.
+Result<ManifestFile> file_entry(const fs::path& staging, const std::string& relative, FileRole role) {
+  ManifestFile file;
+  file.role = role;
+  file.path = relative;
   std::string path = (staging / relative).string();
   std::error_code ec;
   file.size = fs::file_size(path, ec);
   if (ec) return io_error(path + ": cannot read its size: " + ec.message());
-  if (copy_of && copy_of->size == file.size) {
-    file.sha256 = copy_of->sha256;
-    return file;
-  }
   PTB_TRY(file.sha256, sha256_file(path));
   return file;
 }
@@ -302,7 +331,9 @@ struct PartJob {
 // The part as one multi-variant program, merged by merge_programs' rules: a
 // bundle made from a PTX-only export is the fallback (a bundle has no
 // --fallback to say so, and its kernels do).
-Result<MergeResult> merge_multi_variant(const PartJob& job, const std::vector<Export>& exports, bool has_data) {
+// `reference`: which of `exports` the merged program's data file is a copy of.
+Result<MergeResult> merge_multi_variant(const PartJob& job, const std::vector<Export>& exports, bool has_data,
+                                        size_t& reference) {
   MergeRequest request;
   std::vector<size_t> regular_of;  // exports' index of each request.inputs
   std::optional<size_t> fallback_of;
@@ -322,6 +353,7 @@ Result<MergeResult> merge_multi_variant(const PartJob& job, const std::vector<Ex
   if (request.inputs.empty()) {
     return invalid("part '" + job.name + "': every bundle holds only PTX; expected at least one with cubins");
   }
+  reference = regular_of.front();
   request.output_pte = (job.staging / part_file_path(job.name, FileRole::Program)).string();
   if (has_data) request.output_ptd = (job.staging / part_file_path(job.name, FileRole::Data)).string();
   request.threads = job.request.threads;
@@ -342,7 +374,17 @@ Result<MergeResult> merge_multi_variant(const PartJob& job, const std::vector<Ex
   return merge_exports(request, std::move(regular), std::move(fallback), job.scans);
 }
 
-// Writes the part into the staging folder; returns how, and its program files.
+// The bundle.json entry of one opened program: the entry of its bundle's
+// part whose path is the program's.
+Result<const ManifestFile*> recorded_program(const PartJob& job, const OpenedProgram& opened) {
+  const InputBundle& bundle = job.bundles[opened.bundle];
+  for (const ManifestFile& file : bundle.part(job.name).entry->files)
+    if (file.role == FileRole::Program && in_bundle(bundle, file.path) == opened.paths.pte) return &file;
+  return invalid(opened.paths.pte + ": not a program its bundle.json lists for part '" + job.name + "'");
+}
+
+// Writes the part into the staging folder; returns how, and its files (the
+// data file too, except where the part holds none).
 Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJob& job) {
   MergedPart merged;
   merged.name = job.name;
@@ -363,11 +405,14 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
     PTB_CHECK(check_identical_files(job.bundles, job.name, programs, job.request.threads, job.request.progress, copied));
     merged.layout = PartMergeLayout::Identical;
     std::string program_path = part_file_path(job.name, FileRole::Program);
-    PTB_CHECK(copy_mapped(*copied.program, job.staging / program_path, job.request.progress));
-    PTB_TRY(ManifestFile program,
-            file_entry(job.staging, program_path, FileRole::Program, std::nullopt, first.find_file(FileRole::Program)));
+    PTB_TRY(ManifestFile program, copy_checked(*copied.program, *first.find_file(FileRole::Program), job.staging,
+                                               program_path, FileRole::Program, std::nullopt, job.request.progress));
     files.push_back(program);
-    if (data && copied.data) PTB_CHECK(copy_mapped(*copied.data, job.staging / data_path, job.request.progress));
+    if (data && copied.data) {
+      PTB_TRY(ManifestFile entry,
+              copy_checked(*copied.data, *data, job.staging, data_path, FileRole::Data, std::nullopt, job.request.progress));
+      files.push_back(entry);
+    }
     return std::make_pair(merged, files);
   }
 
@@ -388,10 +433,22 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
 
   if (multi_variant) {
     merged.layout = PartMergeLayout::MultiVariant;
-    PTB_TRY(MergeResult result, merge_multi_variant(job, exports, data != nullptr));
+    size_t reference = 0;
+    PTB_TRY(MergeResult result, merge_multi_variant(job, exports, data != nullptr, reference));
     merged.provenance = std::move(result.provenance);
     PTB_TRY(ManifestFile program, file_entry(job.staging, part_file_path(job.name, FileRole::Program), FileRole::Program));
     files.push_back(program);
+    if (data) {
+      // The weights are the reference program's data file, copied whole by
+      // the kernel: hashed here, they must be the bytes its bundle.json
+      // records, or that input changed after it was checked.
+      const OpenedProgram& source = programs[reference];
+      const ManifestFile* recorded = job.bundles[source.bundle].part(job.name).entry->find_file(FileRole::Data);
+      PTB_TRY(ManifestFile entry, file_entry(job.staging, data_path, FileRole::Data));
+      if (!recorded || entry.size != recorded->size || entry.sha256 != recorded->sha256)
+        return input_changed(source.paths.ptd, recorded ? *recorded : ManifestFile{}, entry.size, entry.sha256);
+      files.push_back(entry);
+    }
     return std::make_pair(merged, files);
   }
 
@@ -406,8 +463,9 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
   });
   for (size_t i : order) {
     std::string program_path = part_target_program_path(job.name, plan.targets[i].name());
-    PTB_CHECK(copy_mapped(plan.exports[i].pte().file(), job.staging / program_path, job.request.progress));
-    PTB_TRY(ManifestFile program, file_entry(job.staging, program_path, FileRole::Program, plan.targets[i].name()));
+    PTB_TRY(const ManifestFile* recorded, recorded_program(job, programs[i]));
+    PTB_TRY(ManifestFile program, copy_checked(plan.exports[i].pte().file(), *recorded, job.staging, program_path,
+                                               FileRole::Program, plan.targets[i].name(), job.request.progress));
     files.push_back(program);
   }
   for (size_t i : order) {
@@ -416,7 +474,13 @@ Result<std::pair<MergedPart, std::vector<ManifestFile>>> merge_part(const PartJo
     }
   }
   const PtdFile* shared_data = plan.exports.front().ptd();
-  if (data && shared_data) PTB_CHECK(copy_mapped(shared_data->file(), job.staging / data_path, job.request.progress));
+  if (data && shared_data) {
+    const ManifestFile* recorded = job.bundles[programs.front().bundle].part(job.name).entry->find_file(FileRole::Data);
+    if (!recorded) return invalid(programs.front().paths.pte + ": its bundle lists no data file for part '" + job.name + "'");
+    PTB_TRY(ManifestFile entry, copy_checked(shared_data->file(), *recorded, job.staging, data_path, FileRole::Data,
+                                             std::nullopt, job.request.progress));
+    files.push_back(entry);
+  }
   return std::make_pair(merged, files);
 }
 
@@ -475,6 +539,7 @@ Result<std::vector<InputBundle>> read_bundles(const BundleMergeRequest& request)
   }
   test_kill_point("inputs-opened");
   PTB_CHECK(check_inputs_unchanged(bundles, request));
+  test_kill_point("inputs-checked");
   const Manifest& first = bundles.front().manifest();
   for (size_t b = 1; b < bundles.size(); ++b) {
     const Manifest& other = bundles[b].manifest();
@@ -540,16 +605,9 @@ Result<BundleMergeResult> merge_bundles(const BundleMergeRequest& request) {
     part.source.files.clear();
     for (const InputBundle& bundle : bundles) part.source.files.push_back(fs::path(bundle.dir).filename().string());
     part.files = std::move(merged.second);
-    if (const ManifestFile* data = first.find_file(FileRole::Data)) {
-      // Copied whole from the first bundle unless the weights were merged.
-      const bool copied = merged.first.layout != PartMergeLayout::MultiVariant;
-      PTB_TRY(ManifestFile entry,
-              file_entry(staging.path(), data->path, FileRole::Data, std::nullopt, copied ? data : nullptr));
-      part.files.push_back(entry);
-    }
     if (const ManifestFile* testcase = first.find_file(FileRole::Testcase)) {
-      PTB_CHECK(copy_mapped(bundles.front().part(first.name).testcase->file(), staging.path() / testcase->path, request.progress));
-      PTB_TRY(ManifestFile entry, file_entry(staging.path(), testcase->path, FileRole::Testcase, std::nullopt, testcase));
+      PTB_TRY(ManifestFile entry, copy_checked(bundles.front().part(first.name).testcase->file(), *testcase, staging.path(),
+                                               testcase->path, FileRole::Testcase, std::nullopt, request.progress));
       part.files.push_back(entry);
     }
     part.cuda = merged_cuda_info(bundles, first.name);

@@ -205,6 +205,37 @@ void hash_descriptor(int fd, FileDigest& file, ProgressCounter* progress, const 
   ranges.finish();
 }
 
+void hash_key_ranges(int fd, FileDigest& file, ProgressCounter* progress) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    file.error = "not a regular file";
+    return;
+  }
+  const uint64_t size = static_cast<uint64_t>(info.st_size);
+  file.size = size;
+  std::vector<ContentKeyDigest>& keys = file.content_keys;
+  keys.erase(std::remove_if(keys.begin(), keys.end(), [&](const ContentKeyDigest& k) { return !range_fits(k.offset, k.size, size); }),
+             keys.end());
+  std::vector<uint8_t> buffer(kChunk);
+  for (ContentKeyDigest& key : keys) {
+    Sha256 hash;
+    for (uint64_t done = 0; done < key.size;) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, key.size - done));
+      ssize_t n = ::pread(fd, buffer.data(), want, static_cast<off_t>(key.offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        file.error = n < 0 ? std::string("cannot read at offset ") + std::to_string(key.offset + done) + ": " + std::strerror(errno)
+                           : "the file was cut short to " + std::to_string(key.offset + done) + " bytes while it was read";
+        return;
+      }
+      hash.update(Bytes(buffer.data(), static_cast<size_t>(n)));
+      if (progress) progress->add(static_cast<uint64_t>(n));
+      done += static_cast<uint64_t>(n);
+    }
+    key.actual = to_hex(hash.finish());
+  }
+}
+
 }  // namespace ptb::detail
 
 namespace ptb {

@@ -49,7 +49,14 @@ Result<FolderDigests> hash_folder(const std::string& dir, const FolderHashOption
     order.push_back(i);
   }
   uint64_t to_hash = 0;
-  for (size_t i : order) to_hash += entries[i].size;
+  for (size_t i : order) {
+    auto open = options.open_files.find(entries[i].path);
+    if (open == options.open_files.end() || open->second.sha256.empty()) {
+      to_hash += entries[i].size;
+    } else if (options.content_keys) {
+      for (const ContentKeyDigest& key : open->second.content_keys) to_hash += key.size;
+    }
+  }
   ProgressCounter progress(options.progress, to_hash, "hashing " + dir);
   detail::hash_largest_first(
       order.size(), [&](size_t at) { return entries[order[at]].size; },
@@ -58,7 +65,12 @@ Result<FolderDigests> hash_folder(const std::string& dir, const FolderHashOption
         const std::string path = (fs::path(dir) / entry.path).string();
         if (auto open = options.open_files.find(entry.path); open != options.open_files.end()) {
           if (options.content_keys) entry.content_keys = open->second.content_keys;
-          hash_open_file(open->second.fd, entry, &progress);
+          if (open->second.sha256.empty()) {
+            hash_open_file(open->second.fd, entry, &progress);
+          } else {
+            detail::hash_key_ranges(open->second.fd, entry, &progress);
+            if (entry.error.empty()) entry.sha256 = open->second.sha256;
+          }
         } else {
           detail::hash_file(path, entry, options.content_keys, &progress);
         }

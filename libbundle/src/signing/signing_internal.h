@@ -21,6 +21,9 @@ void hash_file(const std::string& path, FileDigest& file, bool content_keys, Pro
 // The same through an open descriptor, which stays open; `copy`, where
 // given, gets every chunk in file order (hash_open_file_copying).
 void hash_descriptor(int fd, FileDigest& file, ProgressCounter* progress, const ChunkCopy* copy);
+// Only the digests of `file.content_keys`, each range read once: for a file
+// whose whole digest is already known (FolderHashOptions::OpenFile::sha256).
+void hash_key_ranges(int fd, FileDigest& file, ProgressCounter* progress);
 // content_keys_of (folder_digests.h) of the file open at `fd`, which stays
 // open: the keys of the very file a caller then hashes through `fd`.
 std::vector<ContentKeyDigest> content_keys_of_descriptor(int fd, const std::string& path);

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -63,6 +64,31 @@ inline bool range_fits(uint64_t offset, uint64_t size, uint64_t limit) {
   return offset <= limit && size <= limit - offset;
 }
 
+// A file this process wrote (AtomicOutput::guard_writes, then finish) and
+// holds since: no other open of it happened while it was written (a write
+// lease, which any other open breaks), and none for writing can happen while
+// this is alive (a read lease: such an open waits, up to the kernel's
+// lease-break-time, and breaks it). So while unchanged() holds, the file's
+// bytes are the bytes written through the AtomicOutput, wherever a rename has
+// put it: a digest of those bytes, computed as they were written, is the
+// file's digest.
+class HeldFile {
+ public:
+  HeldFile(int fd, uint64_t device, uint64_t inode, uint64_t size) : fd_(fd), device_(device), inode_(inode), size_(size) {}
+  HeldFile(const HeldFile&) = delete;
+  HeldFile& operator=(const HeldFile&) = delete;
+  ~HeldFile();
+  uint64_t size() const { return size_; }
+  // The read lease is still held: nothing opened the file for writing.
+  bool unchanged() const;
+  // `fd` is open on this very file (device and inode), which holds size() bytes.
+  bool is(int fd) const;
+
+ private:
+  int fd_ = -1;
+  uint64_t device_ = 0, inode_ = 0, size_ = 0;
+};
+
 // A file written next to its final path and renamed over it by commit().
 // Destroyed without commit(), it removes the temporary file: a failed command
 // leaves nothing behind.
@@ -91,7 +117,17 @@ class AtomicOutput {
   const std::string& final_path() const { return final_path_; }
   const std::string& temp_path() const { return temp_path_; }
 
-  // fsyncs, renames over final_path and fsyncs the folder.
+  // Right after create: from now on, any other process's open of the
+  // temporary file is noticed (a write lease). false where the file system
+  // grants no leases (NFS, some overlays): finish() then holds nothing.
+  bool guard_writes();
+  // After the last write: fsyncs and closes the file (commit() then only
+  // renames it), and when guard_writes() held to the end, keeps it open for
+  // reading (HeldFile), so that its bytes provably stay the bytes written;
+  // null where they cannot be proven so (a caller then hashes the file).
+  Result<std::shared_ptr<const HeldFile>> finish();
+
+  // fsyncs (unless finish() did), renames over final_path and fsyncs the folder.
   Status commit();
 
  private:
@@ -105,6 +141,8 @@ class AtomicOutput {
   int fd_ = -1;
   int cleanup_slot_ = -1;  // register_temp_path
   uint64_t position_ = 0;
+  bool finished_ = false;  // finish(): the file is synced and fd_ closed; the temporary file remains
+  bool guarded_ = false;   // guard_writes() took the write lease
 };
 
 // A bundle folder, held open: every file inside is reached relative to its

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -158,6 +159,16 @@ struct SignatureSummary {
   }
 };
 
+// A file of the bundle that the caller wrote itself and holds (HeldFile),
+// with the SHA-256 of the bytes it wrote (pull: the digest checked as they
+// arrived). Where the bundle's file at that path is this very file, still
+// unchanged, the digest stands for hashing the file again; the checks that
+// read the file (its structure, its content-addressed keys) still read it.
+struct WrittenDigest {
+  std::shared_ptr<const HeldFile> file;
+  std::string sha256;  // hex
+};
+
 struct IntegrityOptions {
   // With keys, a bundle must carry a signature that one of them verifies
   // (checked first), and its files must be exactly the signed ones.
@@ -168,6 +179,8 @@ struct IntegrityOptions {
   // bundle fails, and so does a signed one when no key was given (its
   // signature would be unchecked), and any PATH that is not a bundle.
   bool require_signature = false;
+  // By path relative to the bundle folder (check_bundle only).
+  std::map<std::string, WrittenDigest> written;
 };
 
 // As above, with signature keys; a bundle's files are hashed once, in

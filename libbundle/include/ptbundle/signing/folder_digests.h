@@ -72,9 +72,13 @@ struct FolderHashOptions {
   // descriptor (the file the caller reads, whatever a rename has put at the
   // path since) rather than opened again by path, with the content keys the
   // caller found in it. The caller keeps the descriptors open.
+  // `sha256`, when set, is the file's digest as the caller proved it (a file
+  // it wrote and held unchanged since, WrittenDigest): only the content keys'
+  // ranges are read.
   struct OpenFile {
     int fd = -1;
     std::vector<ContentKeyDigest> content_keys;
+    std::string sha256;
   };
   std::map<std::string, OpenFile> open_files;
   // Bytes hashed of all the files to hash, as one step "hashing DIR".

@@ -79,6 +79,10 @@ struct VerifyOptions {
   std::vector<PublicKey> keys;  // bundles must be signed by one of them
   bool require_signature = false;  // IntegrityOptions::require_signature
   Progress progress;               // IntegrityOptions::progress
+  // IntegrityOptions::written: files the caller wrote into the bundle and
+  // holds (pull), whose digests it proved; a file counts only where the
+  // bundle's file is that very one, unchanged.
+  std::map<std::string, WrittenDigest> written;
 };
 
 // What verify found. fields(F&) describes it to a report printer, as every

@@ -26,15 +26,18 @@
 //    the next pull replaces.
 //  - With `part`, only bundle.json, the signature and that part's files are
 //    fetched (bundle.json still lists every part).
-// verify's checks of the result (GPU, test cases) are the CLI's next step.
+// verify's checks of the result (GPU, test cases) are the CLI's next step;
+// the files pulled are held for it (PullReport::written).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "ptbundle/base/result.h"
+#include "ptbundle/integrity/integrity.h"  // WrittenDigest
 #include "ptbundle/registry/push.h"  // TransferredBlob
 #include "ptbundle/registry/registry.h"
 #include "ptbundle/signing/keys.h"
@@ -60,6 +63,10 @@ struct PullReport {
   std::vector<TransferredBlob> files;
   size_t downloaded = 0, kept = 0;
   uint64_t downloaded_bytes = 0;
+  // The files this pull wrote and still holds, with the digests checked as
+  // their bytes arrived, by path in DIR: for verify (VerifyOptions::written),
+  // not reported. Released with the report.
+  std::map<std::string, WrittenDigest> written;
   template <class F>
   void fields(F& f) const {
     f("reference", reference)("digest", digest)("directory", directory)("part", part)("signed_by", signed_by)(
