@@ -519,12 +519,15 @@ Json manifest_to_json(const Manifest& manifest) {
   out["created"] = manifest.created;
   out["parts"] = Json::array();
   for (const auto& part : manifest.parts) out["parts"].push_back(manifest_part_to_json(part));
+  if (manifest.tune) {
+    out["tune"] = {{"path", manifest.tune->path}, {"size", manifest.tune->size}, {"sha256", manifest.tune->sha256}};
+  }
   return out;
 }
 
 Result<Manifest> manifest_header_from_json(const Json& json, const std::string& name) {
   JsonReader r(name);
-  PTB_CHECK(r.expect_object(json, "top level", {"format", "format_version", "ptbundle_version", "created", "parts"}));
+  PTB_CHECK(r.expect_object(json, "top level", {"format", "format_version", "ptbundle_version", "created", "parts", "tune"}));
   PTB_TRY(auto format, r.string(json, "top level", "format"));
   if (format != "ptbundle") return r.error("format", "is " + q(format) + "; expected \"ptbundle\"");
   PTB_TRY(auto version, r.unsigned_number(json, "top level", "format_version", 1000000));
@@ -541,6 +544,17 @@ Result<Manifest> manifest_header_from_json(const Json& json, const std::string& 
     return r.error("created", "is " + q(manifest.created) + "; expected a UTC time like 2026-05-01T12:34:56Z");
   PTB_TRY(const Json* parts, r.array(json, "top level", "parts"));
   (void)parts;
+  if (json.contains("tune")) {
+    const Json& tune = json["tune"];
+    PTB_CHECK(r.expect_object(tune, "tune", {"path", "size", "sha256"}));
+    ManifestTuneFile file;
+    PTB_TRY(file.path, r.string(tune, "tune", "path"));
+    if (file.path != kTuneFileName) return r.error("tune.path", "is " + q(file.path) + "; expected \"" + kTuneFileName + "\"");
+    PTB_TRY(file.size, r.unsigned_number(tune, "tune", "size"));
+    PTB_TRY(file.sha256, r.string(tune, "tune", "sha256"));
+    if (!is_sha256_hex(file.sha256)) return r.error("tune.sha256", "expected 64 lowercase hexadecimal digits");
+    manifest.tune = std::move(file);
+  }
   return manifest;
 }
 
