@@ -77,14 +77,12 @@ bool is_sm_name(const std::string& sm) {
 }
 
 Result<TuneGpu> read_gpu(const Reader& r, const Json& json, const std::string& at, size_t& choices_left) {
-  PTB_CHECK(r.object(json, at, {"name", "sm", "runtime", "cublaslt", "cudnn", "tuned", "choices"}));
+  PTB_CHECK(r.object(json, at, {"name", "sm", "runtime", "tuned", "choices"}));
   TuneGpu gpu;
   PTB_TRY(gpu.name, r.text(json, at, "name", 256));
   PTB_TRY(gpu.sm, r.text(json, at, "sm", 16));
   if (!is_sm_name(gpu.sm)) return r.error(at + ".sm", "is " + in_quotes(gpu.sm) + "; expected \"sm_\" and the compute capability, like \"sm_90\"");
   PTB_TRY(gpu.runtime, r.text(json, at, "runtime", 256));
-  PTB_TRY(gpu.cublaslt, r.number(json, at, "cublaslt", 999999999));
-  PTB_TRY(gpu.cudnn, r.number(json, at, "cudnn", 999999999));
   PTB_TRY(gpu.tuned, r.text(json, at, "tuned", 64));
   const Json& choices = json["choices"];
   if (!choices.is_array()) return r.error(at + ".choices", std::string("is ") + kind_of(choices) + "; expected an array");
@@ -93,17 +91,19 @@ Result<TuneGpu> read_gpu(const Reader& r, const Json& json, const std::string& a
                                         std::to_string(kMaxTuneChoices) + " a tune file may hold");
   }
   choices_left -= choices.size();
-  std::set<std::pair<std::string, std::string>> seen;
+  std::set<std::tuple<std::string, std::string, uint64_t>> seen;
   for (size_t i = 0; i < choices.size(); ++i) {
     const std::string where = at + ".choices[" + std::to_string(i) + "]";
-    PTB_CHECK(r.object(choices[i], where, {"shim", "key", "choice"}));
+    PTB_CHECK(r.object(choices[i], where, {"shim", "key", "choice", "library"}));
     TuneChoice c;
     PTB_TRY(c.shim, r.text(choices[i], where, "shim", 32));
     if (!known_shim(c.shim)) return r.error(where + ".shim", "is " + in_quotes(c.shim) + "; expected \"gemm\" or \"convolution\"");
     PTB_TRY(c.key, r.text(choices[i], where, "key", kMaxTuneKeyBytes));
     PTB_TRY(c.choice, r.text(choices[i], where, "choice", kMaxTuneChoiceBytes));
-    if (!seen.insert({c.shim, c.key}).second) {
-      return r.error(where + ".key", "the " + c.shim + " key " + in_quotes(clipped(c.key)) + " is listed twice for this GPU");
+    PTB_TRY(c.library, r.number(choices[i], where, "library", 999999999));
+    if (!seen.insert({c.shim, c.key, c.library}).second) {
+      return r.error(where + ".key", "the " + c.shim + " key " + in_quotes(clipped(c.key)) +
+                                         " is listed twice for this GPU and library version");
     }
     gpu.choices.push_back(std::move(c));
   }
@@ -112,7 +112,9 @@ Result<TuneGpu> read_gpu(const Reader& r, const Json& json, const std::string& a
 
 void sort_choices(std::vector<TuneChoice>& choices) {
   std::sort(choices.begin(), choices.end(),
-            [](const TuneChoice& a, const TuneChoice& b) { return std::tie(a.shim, a.key) < std::tie(b.shim, b.key); });
+            [](const TuneChoice& a, const TuneChoice& b) {
+              return std::tie(a.shim, a.key, a.library) < std::tie(b.shim, b.key, b.library);
+            });
 }
 
 }  // namespace
@@ -149,9 +151,8 @@ Result<TuneFile> parse_tune_file(std::string_view text, const std::string& name)
     const std::string at = "gpus[" + std::to_string(i) + "]";
     PTB_TRY(TuneGpu gpu, read_gpu(r, gpus[i], at, choices_left));
     for (const TuneGpu& earlier : file.gpus) {
-      if (earlier.same_setup(gpu)) {
-        return r.error(at, "repeats the GPU " + in_quotes(gpu.name) + " (" + gpu.sm +
-                               ") with the same library versions; expected one entry per GPU and versions");
+      if (earlier.same_gpu(gpu)) {
+        return r.error(at, "repeats the GPU " + in_quotes(gpu.name) + " (" + gpu.sm + "); expected one entry per GPU");
       }
     }
     file.gpus.push_back(std::move(gpu));
@@ -169,11 +170,9 @@ std::string tune_file_text(const TuneFile& file) {
     entry["name"] = gpu.name;
     entry["sm"] = gpu.sm;
     entry["runtime"] = gpu.runtime;
-    entry["cublaslt"] = gpu.cublaslt;
-    entry["cudnn"] = gpu.cudnn;
     entry["tuned"] = gpu.tuned;
     entry["choices"] = Json::array();
-    for (const TuneChoice& c : gpu.choices) entry["choices"].push_back({{"shim", c.shim}, {"key", c.key}, {"choice", c.choice}});
+    for (const TuneChoice& c : gpu.choices) entry["choices"].push_back({{"shim", c.shim}, {"key", c.key}, {"choice", c.choice}, {"library", c.library}});
     out["gpus"].push_back(std::move(entry));
   }
   return out.dump(1) + "\n";
@@ -182,10 +181,12 @@ std::string tune_file_text(const TuneFile& file) {
 void add_tuned(TuneFile& file, TuneGpu update) {
   sort_choices(update.choices);
   for (TuneGpu& gpu : file.gpus) {
-    if (!gpu.same_setup(update)) continue;
+    if (!gpu.same_gpu(update)) continue;
     for (TuneChoice& c : update.choices) {
       auto same = std::find_if(gpu.choices.begin(), gpu.choices.end(),
-                               [&](const TuneChoice& old) { return old.shim == c.shim && old.key == c.key; });
+                               [&](const TuneChoice& old) {
+                                 return old.shim == c.shim && old.key == c.key && old.library == c.library;
+                               });
       if (same != gpu.choices.end()) *same = std::move(c);
       else gpu.choices.push_back(std::move(c));
     }

@@ -129,8 +129,13 @@ Status inspect_bundle_folder(InspectedFile& out, const InspectOptions& options) 
     if (!file.ok()) tune.error = file.error().message;
     else {
       for (const TuneGpu& gpu : file->gpus) {
-        InspectTuneGpu shown{gpu.name, gpu.sm, gpu.runtime, gpu.cublaslt, gpu.cudnn, gpu.tuned, 0, 0};
-        for (const TuneChoice& choice : gpu.choices) ++(choice.shim == "gemm" ? shown.gemm : shown.convolution);
+        InspectTuneGpu shown{gpu.name, gpu.sm, gpu.runtime, gpu.tuned, 0, 0, {}, {}};
+        for (const TuneChoice& choice : gpu.choices) {
+          const bool gemm = choice.shim == "gemm";
+          ++(gemm ? shown.gemm : shown.convolution);
+          std::vector<uint64_t>& versions = gemm ? shown.cublaslt : shown.cudnn;
+          if (std::find(versions.begin(), versions.end(), choice.library) == versions.end()) versions.push_back(choice.library);
+        }
         tune.gpus.push_back(std::move(shown));
       }
     }

@@ -7,15 +7,15 @@
 //
 //   {"format": "ptbundle-tune", "format_version": 1,
 //    "gpus": [{"name": "NVIDIA H100 80GB HBM3", "sm": "sm_90",
-//              "runtime": "built-in (CUDA runtime 13.0)",
-//              "cublaslt": 130100, "cudnn": 91400, "tuned": "2026-05-01T12:34:56Z",
-//              "choices": [{"shim": "gemm", "key": "m=64 n=512 ...", "choice": "algo=..."}]}]}
+//              "runtime": "built-in (CUDA runtime 13.0)", "tuned": "2026-05-01T12:34:56Z",
+//              "choices": [{"shim": "gemm", "key": "m=64 n=512 ...", "choice": "algo=...",
+//                           "library": 130100}]}]}
 //
-// One entry of "gpus" per GPU model (name and sm) and library versions
-// (cublasLtGetVersion, cudnnGetVersion; 0 where the runtime opened none):
-// a process takes only the entries of its GPU, and the runtime only the
-// choices made with the library versions it opened, so a choice is never
-// trusted on another GPU or library. Keys and choices are the runtime's
+// One entry of "gpus" per GPU model (name and sm); each choice records the
+// version of the library that made it (cublasLtGetVersion for "gemm",
+// cudnnGetVersion for "convolution"). A process takes only the entry of its
+// GPU, and the runtime only the choices made with the library versions it
+// opened, so a choice is never trusted on another GPU or library. Keys and choices are the runtime's
 // words (libruntime/engines/tuned.h), which it checks again before use.
 // Every field is checked here: known keys only, bounded sizes and counts,
 // printable ASCII, no key twice in an entry.
@@ -47,6 +47,7 @@ struct TuneChoice {
   std::string shim;  // one of kTuneShims
   std::string key;
   std::string choice;
+  uint64_t library = 0;  // the version of the library that made it
   bool operator==(const TuneChoice&) const = default;
 };
 
@@ -54,14 +55,9 @@ struct TuneGpu {
   std::string name;     // the GPU's name as the driver gives it
   std::string sm;       // "sm_90"
   std::string runtime;  // the runtime that chose, for people
-  uint64_t cublaslt = 0;
-  uint64_t cudnn = 0;
-  std::string tuned;  // UTC, when these choices were recorded
-  std::vector<TuneChoice> choices;  // sorted by shim, then key
-  // Whether `other` is for the same GPU model and library versions.
-  bool same_setup(const TuneGpu& other) const {
-    return name == other.name && sm == other.sm && cublaslt == other.cublaslt && cudnn == other.cudnn;
-  }
+  std::string tuned;    // UTC, when choices were last recorded
+  std::vector<TuneChoice> choices;  // sorted by shim, key, library
+  bool same_gpu(const TuneGpu& other) const { return name == other.name && sm == other.sm; }
 };
 
 struct TuneFile {
@@ -75,8 +71,9 @@ Result<TuneFile> parse_tune_file(std::string_view text, const std::string& name)
 // The file's text, as parse_tune_file reads it back.
 std::string tune_file_text(const TuneFile& file);
 
-// Adds `update`'s choices to the entry of the same setup (replacing a
-// choice of the same shim and key), or adds `update` as a new entry.
+// Adds `update`'s choices to the entry of the same GPU (replacing a choice
+// of the same shim, key and library version), or adds `update` as a new
+// entry.
 void add_tuned(TuneFile& file, TuneGpu update);
 
 class BundleDir;

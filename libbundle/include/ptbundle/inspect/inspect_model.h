@@ -567,15 +567,15 @@ struct InspectTuneGpu {
   std::string name;
   std::string sm;
   std::string runtime;
-  uint64_t cublaslt = 0;
-  uint64_t cudnn = 0;
   std::string tuned;
   uint64_t gemm = 0;         // choices of the GEMM shims
   uint64_t convolution = 0;  // choices of the convolution shim
+  std::vector<uint64_t> cublaslt;  // the versions the GEMM choices were made with
+  std::vector<uint64_t> cudnn;     // the versions the convolution choices were made with
   template <class F>
   void fields(F& f) const {
-    f("name", name)("sm", sm)("runtime", runtime)("cublaslt", cublaslt)("cudnn", cudnn)("tuned", tuned)("gemm", gemm)(
-        "convolution", convolution);
+    f("name", name)("sm", sm)("runtime", runtime)("tuned", tuned)("gemm", gemm)("convolution", convolution)(
+        "cublaslt", cublaslt)("cudnn", cudnn);
   }
 };
 
