@@ -406,6 +406,18 @@ std::string part_file_path(std::string_view part_name, FileRole role, unsigned g
   return name + ".pte";
 }
 
+std::string tune_file_path(unsigned generation) {
+  return generation == 0 ? std::string(kTuneFileName) : "tune@" + std::to_string(generation) + ".json";
+}
+
+bool is_tune_file_path(std::string_view path) {
+  if (path == kTuneFileName) return true;
+  if (!path.starts_with("tune@") || !path.ends_with(".json")) return false;
+  const std::string_view digits = path.substr(5, path.size() - 5 - 5);
+  if (digits.empty() || digits.size() > 9 || digits.front() == '0') return false;
+  return std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 std::string part_target_program_path(std::string_view part_name, std::string_view target, unsigned generation) {
   return std::string(target) + "/" + std::string(part_name) +
          (generation > 0 ? "@" + std::to_string(generation) : std::string()) + ".pte";
@@ -549,7 +561,8 @@ Result<Manifest> manifest_header_from_json(const Json& json, const std::string& 
     PTB_CHECK(r.expect_object(tune, "tune", {"path", "size", "sha256"}));
     ManifestTuneFile file;
     PTB_TRY(file.path, r.string(tune, "tune", "path"));
-    if (file.path != kTuneFileName) return r.error("tune.path", "is " + q(file.path) + "; expected \"" + kTuneFileName + "\"");
+    if (!is_tune_file_path(file.path))
+      return r.error("tune.path", "is " + q(file.path) + "; expected \"tune.json\" or \"tune@<generation>.json\"");
     PTB_TRY(file.size, r.unsigned_number(tune, "tune", "size"));
     PTB_TRY(file.sha256, r.string(tune, "tune", "sha256"));
     if (!is_sha256_hex(file.sha256)) return r.error("tune.sha256", "expected 64 lowercase hexadecimal digits");

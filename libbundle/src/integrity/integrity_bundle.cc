@@ -507,17 +507,16 @@ void drop_live_lock_file(const BundleDir& dir, FolderDigests& digests) {
 void check_tune_file(const BundleDir& dir, const Json& json, const FolderDigests& digests, CheckList& checks) {
   auto header = manifest_header_from_json(json, dir.display(kManifestFileName));
   if (!header.ok()) return;  // the manifest check says why
-  const std::string path = dir.display(kTuneFileName);
-  if (!header->tune) {
-    if (digests.find(kTuneFileName)) {
-      checks.warn(checks::kTuneFile, path,
-                  "is in the bundle folder but bundle.json does not list it; run and the robot API ignore it; run "
-                  "ptbundle tune again, or delete it");
-    }
-    return;
+  for (const FileDigest& file : digests.files) {
+    if (!is_tune_file_path(file.path) || (header->tune && header->tune->path == file.path)) continue;
+    checks.warn(checks::kTuneFile, dir.display(file.path),
+                "is in the bundle folder but bundle.json does not list it; run and the robot API ignore it; the next "
+                "ptbundle tune removes it, or delete it");
   }
+  if (!header->tune) return;
   const ManifestTuneFile& listed = *header->tune;
-  const FileDigest* found = digests.find(kTuneFileName);
+  const std::string path = dir.display(listed.path);
+  const FileDigest* found = digests.find(listed.path);
   const char* again = "; run ptbundle tune again on the GPU to write it anew";
   if (!found) {
     checks.fail(checks::kTuneFile, path, std::string("is missing; bundle.json lists it") + again);
@@ -543,7 +542,7 @@ void check_tune_file(const BundleDir& dir, const Json& json, const FolderDigests
   for (const TuneGpu& gpu : file->gpus) gpus += (gpus.empty() ? "" : ", ") + gpu.name + " (" + gpu.sm + ")";
   checks.pass(checks::kTuneFile, path,
               std::to_string(file->choice_count()) + " recorded choice(s) for " + std::to_string(file->gpus.size()) +
-                  " GPU setup(s)" + (gpus.empty() ? std::string() : ": " + gpus));
+                  " GPU(s)" + (gpus.empty() ? std::string() : ": " + gpus));
 }
 
 }  // namespace

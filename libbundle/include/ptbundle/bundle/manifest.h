@@ -23,6 +23,11 @@ inline constexpr int kManifestFormatVersion = 1;
 inline constexpr const char* kManifestFileName = "bundle.json";
 inline constexpr const char* kTestcaseFolder = "testcases";
 inline constexpr const char* kTuneFileName = "tune.json";
+// "tune.json", or "tune@<g>.json" for generation g > 0: `ptbundle tune`
+// writes a new generation and bundle.json names it, so that the old file
+// stays whole until bundle.json is renamed over (part_file_path's rule).
+std::string tune_file_path(unsigned generation = 0);
+bool is_tune_file_path(std::string_view path);
 
 enum class FileRole { Program, Data, Testcase };
 const char* file_role_name(FileRole role);  // "program", "data", "testcase"
@@ -169,7 +174,7 @@ struct ManifestPart {
 // with its digest so that verify and a signature cover it. JSON "tune":
 // {"path": "tune.json", "size", "sha256"}, absent until a bundle is tuned.
 struct ManifestTuneFile {
-  std::string path;  // always kTuneFileName
+  std::string path;  // tune_file_path(g)
   uint64_t size = 0;
   std::string sha256;
 };
