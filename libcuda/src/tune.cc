@@ -16,18 +16,9 @@
 #include "ptbundle/cuda/run_inputs.h"
 #include "ptbundle/cuda/run_part.h"
 #include "ptbundle/cuda/runtime_choice.h"
-#include "ptbundle/signing/model_signature.h"
 
 namespace ptb {
 namespace {
-
-Status refuse_signed(const BundleDir& dir) {
-  const std::optional<std::string> signature = signature_to_check(dir);
-  if (!signature) return {};
-  return invalid(dir.display(*signature) +
-                 ": the bundle is signed, and tuning adds a tune file and changes bundle.json, which the signature "
-                 "covers; tune before ptbundle sign, or delete the signature, tune, and sign again");
-}
 
 // The part's recorded test case, for the method `part` runs.
 Result<std::vector<HostTensor>> testcase_inputs(const std::string& bundle_path, const RunPart& part) {
@@ -87,31 +78,6 @@ Result<TunedPart> tune_part(const TuneRequest& request, const std::string& name,
   return tuned;
 }
 
-// The tune file and bundle.json, in one transaction. The new file takes the
-// name the old one does not have, so the old bundle stays whole until
-// bundle.json is renamed over.
-Result<std::string> write_tune(const TuneRequest& request, const TuneFile& file) {
-  PTB_TRY(BundleTransaction transaction, BundleTransaction::begin(request.bundle, false, bundle_lock_wait()));
-  if (!transaction.manifest()) {
-    return invalid(request.bundle + ": folder without bundle.json; expected a bundle folder made by ptbundle export");
-  }
-  // A sign that ran while the parts did.
-  PTB_CHECK(refuse_signed(transaction.dir()));
-  Manifest manifest = *transaction.manifest();
-  std::vector<std::string> superseded;
-  if (manifest.tune) superseded.push_back(manifest.tune->path);
-  const std::string path = manifest.tune && manifest.tune->path == tune_file_path(0) ? tune_file_path(1) : tune_file_path(0);
-  const std::string text = tune_file_text(file);
-  const Bytes bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
-  PTB_TRY(AtomicOutput out, AtomicOutput::create_in(transaction.dir(), path));
-  PTB_CHECK(out.write(bytes));
-  manifest.tune = ManifestTuneFile{path, text.size(), to_hex(sha256(bytes))};
-  manifest.created = utc_now_iso8601();
-  if (!request.tool_version.empty()) manifest.ptbundle_version = request.tool_version;
-  PTB_CHECK(transaction.commit({{path, &out}}, manifest, superseded));
-  return path;
-}
-
 }  // namespace
 
 Result<TuneReport> tune_bundle(const TuneRequest& request) {
@@ -122,7 +88,7 @@ Result<TuneReport> tune_bundle(const TuneRequest& request) {
   std::string source;
   {
     PTB_TRY(Bundle bundle, Bundle::open(request.bundle));
-    PTB_CHECK(refuse_signed(bundle.dir()));
+    PTB_CHECK(refuse_signed_for_tune(bundle.dir()));
     if (request.parts.empty()) {
       for (const ManifestPart& part : bundle.manifest().parts) names.push_back(part.name);
     }
@@ -181,7 +147,7 @@ Result<TuneReport> tune_bundle(const TuneRequest& request) {
     return invalid(source + ": would hold " + std::to_string(report.total) + " choices; a tune file holds at most " +
                    std::to_string(kMaxTuneChoices) + " (ptbundle tune --retune on each GPU starts it anew)");
   }
-  PTB_TRY(report.file, write_tune(request, file));
+  PTB_TRY(report.file, write_bundle_tune_file(request.bundle, file, request.tool_version));
   return report;
 }
 

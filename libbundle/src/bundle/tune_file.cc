@@ -7,7 +7,9 @@
 #include "ptbundle/base/file.h"
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/base/text.h"
+#include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/json.h"
+#include "ptbundle/signing/model_signature.h"
 
 namespace ptb {
 namespace {
@@ -196,6 +198,38 @@ void add_tuned(TuneFile& file, TuneGpu update) {
     return;
   }
   file.gpus.push_back(std::move(update));
+}
+
+Status refuse_signed_for_tune(const BundleDir& dir) {
+  const std::optional<std::string> signature = signature_to_check(dir);
+  if (!signature) return {};
+  return invalid(dir.display(*signature) +
+                 ": the bundle is signed, and tuning adds a tune file and changes bundle.json, which the signature "
+                 "covers; tune before ptbundle sign, or delete the signature, tune, and sign again");
+}
+
+Result<std::string> write_bundle_tune_file(const std::string& bundle, const TuneFile& file,
+                                           const std::string& tool_version) {
+  PTB_TRY(BundleTransaction transaction, BundleTransaction::begin(bundle, false, bundle_lock_wait()));
+  if (!transaction.manifest()) {
+    return invalid(bundle + ": folder without bundle.json; expected a bundle folder made by ptbundle export");
+  }
+  // Under the lock: a sign that ran while the parts were tuned.
+  PTB_CHECK(refuse_signed_for_tune(transaction.dir()));
+  Manifest manifest = *transaction.manifest();
+  std::vector<std::string> superseded;
+  if (manifest.tune) superseded.push_back(manifest.tune->path);
+  const std::string path =
+      manifest.tune && manifest.tune->path == tune_file_path(0) ? tune_file_path(1) : tune_file_path(0);
+  const std::string text = tune_file_text(file);
+  const Bytes bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+  PTB_TRY(AtomicOutput out, AtomicOutput::create_in(transaction.dir(), path));
+  PTB_CHECK(out.write(bytes));
+  manifest.tune = ManifestTuneFile{path, text.size(), to_hex(sha256(bytes))};
+  manifest.created = utc_now_iso8601();
+  if (!tool_version.empty()) manifest.ptbundle_version = tool_version;
+  PTB_CHECK(transaction.commit({{path, &out}}, manifest, superseded));
+  return path;
 }
 
 Result<TuneFile> read_tune_file(const BundleDir& dir, const ManifestTuneFile& listed) {

@@ -77,6 +77,17 @@ std::string tune_file_text(const TuneFile& file);
 void add_tuned(TuneFile& file, TuneGpu update);
 
 class BundleDir;
+// Writes `file` as the bundle folder's tune file and lists it in
+// bundle.json, as one BundleTransaction: the new file under the generation
+// name the old one does not have (tune_file_path), bundle.json renamed
+// over, the old file removed. Refused for a signed bundle
+// (refuse_signed_for_tune). Returns the new file's path in the folder.
+Result<std::string> write_bundle_tune_file(const std::string& bundle, const TuneFile& file,
+                                           const std::string& tool_version);
+// An error when the bundle is signed: the signature covers bundle.json and
+// every file, which tuning changes.
+Status refuse_signed_for_tune(const BundleDir& dir);
+
 // The tune file bundle.json lists, read inside the folder: refused unless
 // its size and SHA-256 are what bundle.json records, then parsed.
 Result<TuneFile> read_tune_file(const BundleDir& dir, const ManifestTuneFile& listed);
