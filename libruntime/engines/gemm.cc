@@ -349,10 +349,13 @@ bool use_recorded(Plan& plan, cublasLtHandle_t handle, int device, const Workspa
     refuse_recorded(device, kTunedGemm, plan.key, "cuBLASLt refuses the algorithm for this product (" + lt_error(lt, status) + ")");
     return false;
   }
-  if (checked.workspaceSize > (work.data ? work.bytes : 0)) {
+  // No workspace yet (a first call inside a capture): tried again at a
+  // call that has one.
+  if (checked.workspaceSize > 0 && !work.data) return false;
+  if (checked.workspaceSize > work.bytes) {
     refuse_recorded(device, kTunedGemm, plan.key,
                     "the algorithm needs " + std::to_string(checked.workspaceSize) + " bytes of workspace; " +
-                        std::to_string(work.data ? work.bytes : 0) + " are there");
+                        std::to_string(work.bytes) + " are there");
     return false;
   }
   plan.algo = algo;
