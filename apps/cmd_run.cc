@@ -50,6 +50,10 @@ void render_text(std::ostream& out, const RunReport& r) {
         << (t.file.empty() ? "" : " -> " + t.file) << '\n';
   }
   if (r.verdict) out << "check: " << *r.verdict << '\n';
+  out << "first call: " << app::ms_text(r.first_call_ms);
+  if (r.next_call_ms) out << " (the next " << kNextCalls << ": median " << app::ms_text(*r.next_call_ms) << ")";
+  out << "; choices: " << r.tuning.from_file << " from " << (r.tuning.file.empty() ? "no tune file" : r.tuning.file)
+      << ", " << r.tuning.searched << " searched\n";
   if (r.timing) {
     const TimingStats& s = *r.timing;
     char calls[48];
@@ -117,12 +121,17 @@ Command add_run(Cli& cli) {
   command.flag("--cuda-graph", request->cuda_graphs,
                     "Capture the call into a CUDA graph after the first call and replay it (inputs keep their "
                     "shape); the report says if the program cannot be captured, and why");
+  auto no_tune = std::make_shared<bool>(false);
+  command.flag("--no-tune", *no_tune,
+               "Ignore the bundle's tune file: search every GEMM's and convolution's algorithm at its first call "
+               "(to compare; ptbundle tune records them)");
   command.option("--runtime", *runtime,
                       "auto (default: built-in unless the library needs LibTorch), builtin or libtorch");
   command.json_flag("One JSON document on stdout, described by schemas/run.schema.json");
-  return {command, [request, pageable, runtime](Output& out) {
+  return {command, [request, pageable, runtime, no_tune](Output& out) {
             RunRequest given = *request;
             given.staged_upload = !*pageable;
+            given.use_tune_file = !*no_tune;
             const std::optional<AotiRuntime> chosen = parse_aoti_runtime(*runtime);
             if (!chosen) return out.fail(usage_error("--runtime " + *runtime + ": expected auto, builtin or libtorch"));
             given.runtime = *chosen;

@@ -28,6 +28,7 @@ Command add_verify(Cli& cli);
 Command add_run(Cli& cli);
 Command add_gpus(Cli& cli);
 Command add_sign(Cli& cli);
+Command add_tune(Cli& cli);
 Command add_push(Cli& cli);
 Command add_pull(Cli& cli);
 

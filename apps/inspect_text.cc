@@ -438,6 +438,24 @@ void bundle_part(Lines& out, const std::string& indent, const InspectPart& part,
 
 void bundle_tail(Lines& out, const std::string& indent, const InspectBundle& b) {
   out.blank();
+  if (!b.tune) {
+    out.add(indent, "Tune file: none (ptbundle tune records the runtime's choices on a GPU)");
+  } else {
+    const InspectTune& t = *b.tune;
+    out.add(indent, "Tune file: " + str(t.path) + ", " + size_and_bytes(t.size) + ", sha256:" + str(t.sha256));
+    if (t.error) out.add(indent + "  ", "NOT READ (run and the robot API ignore it): " + str(*t.error));
+    for (const InspectTuneGpu& gpu : t.gpus) {
+      auto versions = [](const char* library, const std::vector<uint64_t>& list) {
+        std::string text;
+        for (uint64_t v : list) text += std::string(text.empty() ? ", " : " and ") + library + " " + std::to_string(v);
+        return text;
+      };
+      out.add(indent + "  ", str(gpu.name) + " (" + str(gpu.sm) + "): " + std::to_string(gpu.gemm) + " GEMM and " +
+                                 std::to_string(gpu.convolution) + " convolution choice(s)" +
+                                 versions("cuBLASLt", gpu.cublaslt) + versions("cuDNN", gpu.cudnn) + ", tuned " +
+                                 str(gpu.tuned) + " with " + str(gpu.runtime));
+    }
+  }
   if (!b.signature) {
     out.add(indent, "Signature: none (ptbundle sign makes one)");
   } else {

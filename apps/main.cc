@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
 
   const std::vector<Command> commands = {add_export(cli), add_merge(cli), add_verify(cli),
                                          add_inspect(cli), add_run(cli),   add_gpus(cli),
-                                         add_sign(cli),   add_push(cli),  add_pull(cli)};
+                                         add_sign(cli),   add_tune(cli),  add_push(cli),  add_pull(cli)};
   const Intent intent = read_intent(argc, argv);
   const Command* named = nullptr;
   for (const Command& command : commands) {

@@ -71,6 +71,7 @@ void JsonWriter::manifest(const Manifest& manifest) {
   header.format_version = manifest.format_version;
   header.ptbundle_version = manifest.ptbundle_version;
   header.created = manifest.created;
+  header.tune = manifest.tune;
   const Json top = manifest_to_json(header);
   begin_object();
   for (const auto& [name, member] : top.items()) {

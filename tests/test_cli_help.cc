@@ -12,7 +12,7 @@
 
 namespace {
 
-const char* const kCommands[] = {"export", "merge", "verify", "sign", "inspect", "run", "gpus", "push", "pull"};
+const char* const kCommands[] = {"export", "merge", "verify", "sign", "inspect", "run", "gpus", "push", "pull", "tune"};
 
 // The long options (--name) in `text`, --help left out.
 std::set<std::string> long_options(const std::string& text) {

@@ -22,7 +22,7 @@ set(PTB_FIXTURE_FILES test_aoti_imports.cc test_bpte.cc test_bundle_open.cc test
   test_kernels.cc test_merge.cc test_npy.cc test_program_data.cc test_pt2.cc test_ptd.cc test_pte.cc
   test_run.cc test_run_example.cc test_run_weights.cc test_samplers.cc test_sign.cc test_tolerance.cc
   test_verify.cc test_weightless.cc test_writers.cc test_default_packages.cc test_checked_inputs.cc
-  test_merge_pair.cc test_rewritten_in_place.cc test_progress.cc)
+  test_merge_pair.cc test_rewritten_in_place.cc test_progress.cc test_tune_bundle.cc)
 
 list(JOIN PTB_GPU_CASES "," gpu_cases)
 list(JOIN PTB_RACE_CASES "," race_cases)

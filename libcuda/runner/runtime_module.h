@@ -17,7 +17,7 @@
 
 namespace ptb::detail {
 
-inline constexpr uint32_t kRuntimeModuleAbi = 2;
+inline constexpr uint32_t kRuntimeModuleAbi = 3;
 inline constexpr const char* kRuntimeModuleEntry = "ptbundle_runtime_module";
 
 // One loaded model container on one GPU.
@@ -41,6 +41,13 @@ struct RuntimeModule {
   std::string (*describe)() = nullptr;
   Result<std::unique_ptr<ModelBackend>> (*load)(const LoadRequest& request) = nullptr;
   Result<double> (*pinned_upload_gb_per_second)(uint64_t bytes, int device, int repeats) = nullptr;
+  // Recorded choices for `device` (runner.h's TunedChoices), taken before
+  // its next first call of a shape; each is checked when its shape is first
+  // seen, and one that does not fit is ignored with a message on stderr
+  // naming the source and key. Null in a module that searches nothing.
+  void (*use_tuned)(int device, const TunedChoices& tuned) = nullptr;
+  // What it chose on `device` so far. Null in a module that searches nothing.
+  std::vector<TunedChoice> (*choices_made)(int device) = nullptr;
 };
 
 }  // namespace ptb::detail

@@ -41,6 +41,7 @@ Result<AotiModel> AotiModel::load(LoadRequest request) {
   if (!module.ok()) return with_context(request.label, module.take_error());
   request.library_sha256 = to_hex(sha256(request.library));
   request.imports = std::move(choice.imports);
+  if (request.tuned && (*module)->use_tuned) (*module)->use_tuned(request.device, *request.tuned);
   PTB_TRY(auto backend, (*module)->load(request));
   AotiModel model;
   model.state_ = std::make_unique<State>();
@@ -63,6 +64,14 @@ Status AotiModel::run_on_device(std::span<const DeviceTensor> inputs, std::span<
 }
 
 std::optional<AotiRuntime> process_aoti_runtime() { return detail::process_runtime(); }
+
+std::vector<TunedChoice> runtime_choices(int device) {
+  const std::optional<AotiRuntime> serving = detail::process_runtime();
+  if (!serving) return {};
+  auto module = detail::runtime_module(*serving);
+  if (!module.ok() || !(*module)->choices_made) return {};
+  return (*module)->choices_made(device);
+}
 
 const char* weights_layout_name(WeightsLayout layout) {
   switch (layout) {

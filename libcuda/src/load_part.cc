@@ -18,6 +18,7 @@ Result<AotiModel> load_part(const RunPart& part, const LoadOptions& options) {
   request.runtime = options.runtime;
   request.cuda_graphs = options.cuda_graphs;
   request.seed = options.seed;
+  request.tuned = options.tuned;
   return AotiModel::load(std::move(request));
 }
 

@@ -3,11 +3,13 @@
 #include "ptbundle/cuda/run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include "ptbundle/cuda/gpu.h"
 #include "ptbundle/cuda/run_inputs.h"
 #include "ptbundle/cuda/runtime_choice.h"
+#include "ptbundle/cuda/tune.h"
 #include "ptbundle/formats/npy.h"
 
 namespace ptb {
@@ -123,7 +125,12 @@ Result<RunReport> run_part(const RunRequest& request) {
   const InputArguments arguments{request.inputs, request.random, request.seed};
   PTB_TRY(auto early, bind_before_loading(arguments, part));
 
+  std::string tune_warning;
+  const std::optional<TunedChoices> tuned =
+      request.use_tune_file ? tuned_choices_for(request.path, device, tune_warning) : std::nullopt;
+
   LoadOptions load;
+  load.tuned = tuned ? &*tuned : nullptr;
   load.device = request.device;
   load.staged_upload = request.staged_upload;
   load.runtime = request.runtime;
@@ -143,9 +150,20 @@ Result<RunReport> run_part(const RunRequest& request) {
   }
   std::vector<HostTensor> tensors;
   for (const auto& input : inputs) tensors.push_back(input.tensor);
+  const auto first = std::chrono::steady_clock::now();
   PTB_TRY(std::vector<HostTensor> outputs, model.run(tensors));
+  const double first_call_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first).count();
 
   RunReport report;
+  report.first_call_ms = first_call_ms;
+  if (!tune_warning.empty()) report.warnings.push_back(tune_warning);
+  if (tuned) {
+    report.tuning.file = tuned->source;
+    report.tuning.recorded = tuned->choices.size();
+  }
+  const std::vector<TunedChoice> made = runtime_choices(request.device);
+  for (const TunedChoice& c : made) ++(c.searched ? report.tuning.searched : report.tuning.from_file);
+  report.tuning.choices_sha256 = choices_digest(made);
   report.part = part.name;
   report.source = part.source;
   report.checked = opened.checked;
@@ -187,6 +205,14 @@ Result<RunReport> run_part(const RunRequest& request) {
 
   report.warmup = request.warmup;
   if (request.iterations > 0) {
+    std::vector<double> next;
+    for (int i = 0; i < kNextCalls; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      PTB_TRY(std::vector<HostTensor> again, model.run(tensors));
+      next.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(next.begin(), next.end());
+    report.next_call_ms = next[next.size() / 2];
     PTB_TRY(std::vector<double> times, model.time_calls(tensors, request.warmup, request.iterations));
     report.timing = summarize_timings(times);
     report.graphs = model.graph_state();

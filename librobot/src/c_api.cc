@@ -188,10 +188,11 @@ ptb_status ptb_options_set(ptb_options* options, const char* name, const char* v
                    : key == "require_signature" ? &o.require_signature
                    : key == "staged_upload"     ? &o.staged_upload
                    : key == "cuda_graphs"       ? &o.cuda_graphs
+                   : key == "use_tune_file"     ? &o.use_tune_file
                                                 : nullptr;
       if (!flag) {
         return misuse("no option '" + key + "'; expected part, method, device, runtime, verify, require_signature, "
-                      "staged_upload, cuda_graphs or seed");
+                      "staged_upload, cuda_graphs, use_tune_file or seed");
       }
       auto parsed = parse_bool(text);
       if (!parsed) return misuse("option " + key + ": '" + text + "'; expected true or false");
@@ -244,7 +245,8 @@ ptb_status ptb_model_describe(const ptb_model* model, char** json) {
          {{"check", info.check_ms}, {"read", info.read_ms}, {"library", info.library_ms}, {"create", info.create_ms},
           {"weights", info.weights_ms}, {"testcase", info.testcase_ms}, {"total", info.total_ms}}},
         {"inputs", tensors_json(info.inputs)},
-        {"outputs", tensors_json(info.outputs)}};
+        {"outputs", tensors_json(info.outputs)},
+        {"tune", {{"file", info.tune_file}, {"choices", info.tuned_choices}, {"warning", info.tune_warning}}}};
     return give_json(out, json);
   });
 }

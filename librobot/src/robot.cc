@@ -8,6 +8,7 @@
 #include "ptbundle/base/dtype.h"
 #include "ptbundle/cuda/gpu.h"
 #include "ptbundle/cuda/runner.h"
+#include "ptbundle/cuda/tune.h"
 #include "ptbundle/results/timing.h"
 
 namespace ptb::robot {
@@ -180,7 +181,14 @@ Result<Model> Model::open(const std::string& bundle, const Options& options) {
   const RunPart& part = state->checked.part;
   state->device = options.device;
 
+  // The tune file as the bundle lists it; with verification or keys, the
+  // checks above covered it with every other file.
+  std::string tune_warning;
+  const std::optional<TunedChoices> tuned =
+      options.use_tune_file ? tuned_choices_for(bundle, device, tune_warning) : std::nullopt;
+
   LoadOptions load;
+  load.tuned = tuned ? &*tuned : nullptr;
   load.device = options.device;
   load.staged_upload = options.staged_upload;
   load.runtime = *runtime;
@@ -200,6 +208,11 @@ Result<Model> Model::open(const std::string& bundle, const Options& options) {
   if (options.verify || !options.keys.empty() || options.require_signature) tally(checked.checks, state->verification);
 
   LoadInfo& info = state->info;
+  if (tuned) {
+    info.tune_file = tuned->source;
+    info.tuned_choices = tuned->choices.size();
+  }
+  info.tune_warning = tune_warning;
   const LoadTimes& times = state->model.load_times();
   info.part = part.name;
   info.source = part.source;

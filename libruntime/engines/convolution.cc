@@ -32,6 +32,8 @@
 #include "kernels/im2col.h"
 #include "engines/route_check.h"
 #include "engines/settings.h"
+#include "engines/tuned.h"
+#include "ptbundle/base/text.h"
 
 namespace ptb::builtin {
 namespace {
@@ -111,7 +113,7 @@ struct ConvPlan {
   cudnnConvolutionBwdDataAlgo_t backward_algo{};
   std::unique_ptr<GraphConvPlan> graph;  // when the graph API's engine beat the legacy algorithms
   size_t workspace = 0;
-  float milliseconds = 0;  // the chosen algorithm's time in the search
+  float milliseconds = 0;  // the chosen algorithm's time in the search; -1: taken from a tune file, untimed
   // A float32 channels-last convolution computed in NCHW instead: the
   // operands copied into packed NCHW, this plan of that geometry (kept in
   // the cache too), the result copied back. cuDNN's float32 engines for
@@ -172,6 +174,27 @@ std::string ints_text(const std::vector<int>& v) {
   std::string text;
   for (size_t i = 0; i < v.size(); ++i) text += (i ? "," : "") + std::to_string(v[i]);
   return text;
+}
+
+// The key's words in a tune file: every field but the device, which the
+// file's GPU entry stands for.
+std::string key_text(const ConvKey& k) {
+  return "dtype=" + std::to_string(k.dtype) + " transposed=" + (k.transposed ? "1" : "0") +
+         " groups=" + std::to_string(k.groups) + " x=" + ints_text(k.x_dims) + "/" + ints_text(k.x_strides) +
+         " w=" + ints_text(k.w_dims) + (k.w_channels_last ? "/nhwc" : "/nchw") + " y=" + ints_text(k.y_dims) + "/" +
+         ints_text(k.y_strides) + " pad=" + ints_text(k.pad) + " stride=" + ints_text(k.stride) +
+         " dilation=" + ints_text(k.dilation) + " align=" + std::to_string(k.alignment[0]) + "," +
+         std::to_string(k.alignment[1]) + "," + std::to_string(k.alignment[2]);
+}
+
+// A plan's choice in a tune file: "graph=<cuDNN engine>" or "legacy=<algorithm
+// enum>", then the route: "route=cudnn", "route=nchw" (the channels-last
+// detour) or "route=gemm" (im2col and one GEMM).
+std::string choice_text(const ConvPlan& plan, bool transposed) {
+  std::string text = plan.graph ? "graph=" + std::to_string(plan.graph->engine_index())
+                                : "legacy=" + std::to_string(transposed ? static_cast<int>(plan.backward_algo)
+                                                                         : static_cast<int>(plan.forward_algo));
+  return text + (plan.gemm_route ? " route=gemm" : plan.detour ? " route=nchw" : " route=cudnn");
 }
 
 template <typename Perf>
@@ -238,6 +261,19 @@ bool detour_may_help(const ConvKey& key) {
   return !std::equal(packed.begin(), packed.end(), key.x_strides.begin(), key.x_strides.end());
 }
 
+// `key`'s convolution on packed NCHW copies xn, wn, yn of its operands.
+ConvKey packed_key(const ConvKey& key, const Tensor& xn, const Tensor& wn, const Tensor& yn) {
+  ConvKey packed = key;
+  auto packed_strides = [](const std::vector<int>& dims) {
+    return as_ints(contiguous_strides(std::vector<int64_t>(dims.begin(), dims.end())));
+  };
+  packed.x_strides = packed_strides(key.x_dims);
+  packed.y_strides = packed_strides(key.y_dims);
+  packed.w_channels_last = false;
+  packed.alignment = {pointer_alignment(xn.data()), pointer_alignment(wn.data()), pointer_alignment(yn.data())};
+  return packed;
+}
+
 // The NCHW plan for `key`'s convolution when it, with the copies in and
 // out, beats `direct_ms`; else nullptr (a failure only means no detour).
 const ConvPlan* find_detour(const Cudnn& api, cudnnHandle_t handle, const ConvKey& key, const Tensor& x,
@@ -253,18 +289,10 @@ const ConvPlan* find_detour(const Cudnn& api, cudnnHandle_t handle, const ConvKe
   });
   const float out_ms = mean_ms(stream, Timing::as_launched, [&] { (void)copy_elements(y, *yn); });
   if (in_ms < 0 || out_ms < 0) return nullptr;
-  ConvKey packed = key;
-  auto packed_strides = [](const std::vector<int>& dims) {
-    return as_ints(contiguous_strides(std::vector<int64_t>(dims.begin(), dims.end())));
-  };
-  packed.x_strides = packed_strides(key.x_dims);
-  packed.y_strides = packed_strides(key.y_dims);
-  packed.w_channels_last = false;
-  packed.alignment = {pointer_alignment(xn->data()), pointer_alignment(wn->data()), pointer_alignment(yn->data())};
   // Its own search, on the packed copies (the output's contents are
   // overwritten by the copy back in every call).
-  auto nchw = plan_for(api, handle, packed, *xn, *wn, *yn, stream, false);
-  if (!nchw.ok()) return nullptr;
+  auto nchw = plan_for(api, handle, packed_key(key, *xn, *wn, *yn), *xn, *wn, *yn, stream, false);
+  if (!nchw.ok() || (*nchw)->milliseconds < 0) return nullptr;  // untimed: nothing to compare
   const float detour_ms = (*nchw)->milliseconds + in_ms + out_ms;
   // Taken only by a clear margin: the searches' times vary by a few percent
   // from run to run, and a tie is not worth three more launches.
@@ -412,6 +440,74 @@ bool gemm_route_wins(const Cudnn& api, cudnnHandle_t handle, const ConvPlan& pla
   return agrees;
 }
 
+// A decimal number of at most 9 digits.
+std::optional<int64_t> small_number(const std::string& text) {
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  int64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+// Sets `plan` (whose descriptors are made) to a tune file's choice for
+// `key` (choice_text's words), checked against what cuDNN accepts for the
+// shape, without timing anything; an error says why it does not fit.
+Status take_recorded(const Cudnn& api, cudnnHandle_t handle, ConvPlan& plan, const ConvKey& key,
+                     const std::string& choice, const Tensor& x, const Tensor& w, const Tensor& y, cudaStream_t stream,
+                     bool other_routes) {
+  const size_t space = choice.find(' ');
+  const std::string engine = choice.substr(0, space);
+  const std::string route = space == std::string::npos ? "" : choice.substr(space + 1);
+  const size_t equals = engine.find('=');
+  const std::string kind = engine.substr(0, equals);
+  const int64_t number = equals == std::string::npos ? -1 : small_number(engine.substr(equals + 1)).value_or(-1);
+  const std::string expected = "; expected \"graph=<engine>\" or \"legacy=<algorithm>\", then \"route=cudnn\", "
+                               "\"route=nchw\" or \"route=gemm\"";
+  if (number < 0 || (kind != "graph" && kind != "legacy") ||
+      (route != "route=cudnn" && route != "route=nchw" && route != "route=gemm")) {
+    return invalid("the choice " + in_quotes(clipped(choice)) + " is not one this runtime makes" + expected);
+  }
+  if (kind == "graph") {
+    if (!graph_enabled()) return invalid("cuDNN's graph API is off (PTBUNDLE_CUDNN_GRAPH=0)");
+    PTB_TRY(plan.graph, graph_conv_engine(api, handle, graph_shape(key, cudnn_type(key.dtype)), number, kFindWorkspace));
+    plan.workspace = plan.graph->workspace();
+  } else if (!key.transposed) {
+    if (number >= CUDNN_CONVOLUTION_FWD_ALGO_COUNT) return invalid("no forward algorithm " + std::to_string(number));
+    plan.forward_algo = static_cast<cudnnConvolutionFwdAlgo_t>(number);
+    size_t bytes = 0;
+    const cudnnStatus_t status = api.forward_workspace(handle, plan.x, plan.w, plan.conv, plan.y, plan.forward_algo, &bytes);
+    if (status != CUDNN_STATUS_SUCCESS) return invalid("forward algorithm " + std::to_string(number) + ": " + cudnn_text(api, status));
+    plan.workspace = bytes;
+  } else {
+    if (number >= CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT) return invalid("no backward-data algorithm " + std::to_string(number));
+    plan.backward_algo = static_cast<cudnnConvolutionBwdDataAlgo_t>(number);
+    size_t bytes = 0;
+    const cudnnStatus_t status =
+        api.backward_data_workspace(handle, plan.w, plan.y, plan.conv, plan.x, plan.backward_algo, &bytes);
+    if (status != CUDNN_STATUS_SUCCESS) return invalid("backward-data algorithm " + std::to_string(number) + ": " + cudnn_text(api, status));
+    plan.workspace = bytes;
+  }
+  if (plan.workspace > kFindWorkspace) {
+    return invalid("the algorithm needs " + std::to_string(plan.workspace) + " bytes of workspace; at most " +
+                   std::to_string(kFindWorkspace) + " are given");
+  }
+  plan.milliseconds = -1;
+  if (route == "route=gemm") {
+    if (!other_routes || !gemm_route_shape(key, w, y)) return invalid("the GEMM route does not apply to this convolution");
+    plan.gemm_route = true;
+  } else if (route == "route=nchw") {
+    if (!other_routes || !detour_may_help(key)) return invalid("the NCHW detour does not apply to this convolution");
+    auto xn = empty_like(x);
+    auto wn = empty_like(w);
+    auto yn = empty_like(y);
+    if (!xn || !wn || !yn) return invalid("cannot allocate the NCHW copies");
+    PTB_TRY(plan.detour, plan_for(api, handle, packed_key(key, *xn, *wn, *yn), *xn, *wn, *yn, stream, false));
+  }
+  return {};
+}
+
 Result<ConvPlan*> plan_for(const Cudnn& api, cudnnHandle_t handle, const ConvKey& key, const Tensor& x, const Tensor& w,
                            const Tensor& y, cudaStream_t stream, bool other_routes) {
   ConvState& state = conv_state();
@@ -438,6 +534,22 @@ Result<ConvPlan*> plan_for(const Cudnn& api, cudnnHandle_t handle, const ConvKey
   PTB_CHECK(check(api.conv_groups(plan->conv, static_cast<int>(key.groups))));
   const bool reduced = key.dtype == ScalarType::Half || key.dtype == ScalarType::BFloat16;
   PTB_CHECK(check(api.conv_math(plan->conv, reduced ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH)));
+
+  const std::string words = key_text(key);
+  if (auto recorded = recorded_choice(key.device, kTunedConvolution, words, api.version())) {
+    Status taken = take_recorded(api, handle, *plan, key, *recorded, x, w, y, stream, other_routes);
+    if (taken.ok()) {
+      note_choice(key.device, kTunedConvolution, words, choice_text(*plan, key.transposed), api.version(), false);
+      if (tracing()) std::fprintf(stderr, "cudnn %s: the tune file's %s\n", words.c_str(), recorded->c_str());
+      ConvPlan* kept = plan.get();
+      state.plans[key] = std::move(plan);
+      return kept;
+    }
+    refuse_recorded(key.device, kTunedConvolution, words, taken.error().message);
+    plan->graph.reset();
+    plan->detour = nullptr;
+    plan->gemm_route = false;
+  }
 
   // The search runs candidates into the real output, with its own
   // workspace; the winner's workspace is what the calls need.
@@ -514,6 +626,7 @@ Result<ConvPlan*> plan_for(const Cudnn& api, cudnnHandle_t handle, const ConvKey
     plan->detour = find_detour(api, handle, key, x, w, y, stream, plan->milliseconds, chosen_ms);
   }
   if (other_routes) plan->gemm_route = gemm_route_wins(api, handle, *plan, key, x, w, y, stream, chosen_ms);
+  note_choice(key.device, kTunedConvolution, words, choice_text(*plan, key.transposed), api.version(), true);
   ConvPlan* kept = plan.get();
   state.plans[key] = std::move(plan);
   return kept;

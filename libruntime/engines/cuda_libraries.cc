@@ -109,6 +109,7 @@ LoadedCublas& cublas_state() {
     bind(h, "cublasLtMatmulPreferenceSetAttribute", a.preference_set, missing);
     bind(h, "cublasLtMatmulAlgoGetHeuristic", a.heuristic, missing);
     bind(h, "cublasLtMatmulAlgoConfigGetAttribute", a.algo_config_get, missing);
+    bind(h, "cublasLtMatmulAlgoCheck", a.algo_check, missing);
     bind(h, "cublasLtGetStatusString", a.status_string, missing);
     if (!missing.empty()) {
       loaded.library.why = loaded.library.path + " lacks " + missing + " (cuBLAS 13 is needed)";

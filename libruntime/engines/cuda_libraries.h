@@ -36,6 +36,7 @@ struct CublasLt {
   decltype(&cublasLtMatmulPreferenceSetAttribute) preference_set = nullptr;
   decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
   decltype(&cublasLtMatmulAlgoConfigGetAttribute) algo_config_get = nullptr;
+  decltype(&cublasLtMatmulAlgoCheck) algo_check = nullptr;  // a tune file's algorithm, before use
   decltype(&cublasLtGetStatusString) status_string = nullptr;
 };
 

@@ -219,8 +219,13 @@ float time_plan(const GraphConvPlan& plan, cudnnHandle_t handle, const void* x, 
 }  // namespace
 
 GraphConvPlan::GraphConvPlan(const Cudnn& api, cudnnBackendDescriptor_t plan, int64_t workspace, bool backward_data,
-                             std::string engine)
-    : api_(&api), plan_(plan), workspace_(workspace), backward_data_(backward_data), engine_(std::move(engine)) {}
+                             int64_t engine_index)
+    : api_(&api),
+      plan_(plan),
+      workspace_(workspace),
+      backward_data_(backward_data),
+      engine_index_(engine_index),
+      engine_("engine " + std::to_string(engine_index)) {}
 
 GraphConvPlan::~GraphConvPlan() {
   if (plan_) api_->backend_destroy(plan_);
@@ -248,10 +253,10 @@ int64_t pointer_alignment(const void* pointer) {
   return alignment;
 }
 
-Result<GraphConvChoice> find_graph_conv(const Cudnn& api, cudnnHandle_t handle, const GraphConvShape& shape,
-                                        const void* x, const void* w, const void* y, cudaStream_t stream,
-                                        void* scratch, uint64_t scratch_bytes, bool trace) {
-  if (api.set_stream(handle, stream) != CUDNN_STATUS_SUCCESS) return invalid("cuDNN: cannot set the stream");
+namespace {
+
+// The graph of one convolution, bound to `handle`.
+Result<Descriptor> conv_graph(const Cudnn& api, cudnnHandle_t handle, const GraphConvShape& shape) {
   Descriptor xd = tensor(api, kX, shape.data_type, shape.x_dims, shape.x_strides, shape.x_align);
   Descriptor wd = tensor(api, kW, shape.data_type, shape.w_dims, shape.w_strides, shape.w_align);
   Descriptor yd = tensor(api, kY, shape.data_type, shape.y_dims, shape.y_strides, shape.y_align);
@@ -262,47 +267,90 @@ Result<GraphConvChoice> find_graph_conv(const Cudnn& api, cudnnHandle_t handle, 
   graph.set(kGraphHandle, CUDNN_TYPE_HANDLE, 1, &handle);
   graph.finalize();
   if (!graph.ok()) return invalid(std::string("cuDNN's graph API refused the convolution: ") + api.error_string(graph.status()));
+  return graph;
+}
 
+// The engine configurations worth building for `shape`, best first, one per
+// engine: float32 without TF32 (what the program was compiled against, and
+// eager PyTorch's rule with allow_tf32 off); no engine that compiles
+// kernels at run time (NVRTC, seconds on a robot's first call).
+std::vector<std::pair<Descriptor, EngineFacts>> candidates(const Cudnn& api, const Descriptor& graph,
+                                                           const GraphConvShape& shape, size_t& offered) {
   std::vector<Descriptor> configs = heuristics(api, graph, CUDNN_HEUR_MODE_A);
   for (auto& fallback : heuristics(api, graph, CUDNN_HEUR_MODE_FALLBACK)) configs.push_back(std::move(fallback));
-
-  GraphConvChoice best;
+  offered = configs.size();
+  std::vector<std::pair<Descriptor, EngineFacts>> out;
   std::set<int64_t> tried;
-  size_t built = 0;
-  for (const Descriptor& config : configs) {
-    if (built == kMaxCandidates) break;
+  for (Descriptor& config : configs) {
     const EngineFacts facts = facts_of(api, config);
     if (facts.index >= 0 && !tried.insert(facts.index).second) continue;
-    // float32 without TF32 (what the program was compiled against, and
-    // eager PyTorch's rule with allow_tf32 off); no engine that compiles
-    // kernels at run time (NVRTC, seconds on a robot's first call).
     if ((!shape.tensor_cores && (facts.tensor_core || facts.down_convert)) || facts.runtime_compiled) continue;
-    Descriptor plan(api, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-    plan.set_descriptor(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config);
-    plan.set(kPlanHandle, CUDNN_TYPE_HANDLE, 1, &handle);
-    plan.finalize();
-    if (!plan.ok()) continue;
-    int64_t workspace = 0, n = 0;
-    if (api.backend_get(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &workspace) !=
-            CUDNN_STATUS_SUCCESS ||
-        workspace < 0 || static_cast<uint64_t>(workspace) > scratch_bytes) {
-      continue;
-    }
+    out.emplace_back(std::move(config), facts);
+  }
+  return out;
+}
+
+// An execution plan of `config`, when it finalizes and needs at most
+// `scratch_bytes` of workspace.
+std::unique_ptr<GraphConvPlan> build_plan(const Cudnn& api, cudnnHandle_t handle, const Descriptor& config,
+                                          const EngineFacts& facts, const GraphConvShape& shape,
+                                          uint64_t scratch_bytes) {
+  Descriptor plan(api, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+  plan.set_descriptor(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config);
+  plan.set(kPlanHandle, CUDNN_TYPE_HANDLE, 1, &handle);
+  plan.finalize();
+  if (!plan.ok()) return nullptr;
+  int64_t workspace = 0, n = 0;
+  if (api.backend_get(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &workspace) !=
+          CUDNN_STATUS_SUCCESS ||
+      workspace < 0 || static_cast<uint64_t>(workspace) > scratch_bytes) {
+    return nullptr;
+  }
+  return std::make_unique<GraphConvPlan>(api, plan.release(), workspace, shape.backward_data, facts.index);
+}
+
+}  // namespace
+
+Result<GraphConvChoice> find_graph_conv(const Cudnn& api, cudnnHandle_t handle, const GraphConvShape& shape,
+                                        const void* x, const void* w, const void* y, cudaStream_t stream,
+                                        void* scratch, uint64_t scratch_bytes, bool trace) {
+  if (api.set_stream(handle, stream) != CUDNN_STATUS_SUCCESS) return invalid("cuDNN: cannot set the stream");
+  PTB_TRY(Descriptor graph, conv_graph(api, handle, shape));
+  size_t offered = 0;
+  GraphConvChoice best;
+  size_t built = 0;
+  for (const auto& [config, facts] : candidates(api, graph, shape, offered)) {
+    if (built == kMaxCandidates) break;
+    auto candidate = build_plan(api, handle, config, facts, shape, scratch_bytes);
+    if (!candidate) continue;
     ++built;
-    auto candidate = std::make_unique<GraphConvPlan>(api, plan.release(), workspace, shape.backward_data,
-                                                     "engine " + std::to_string(facts.index));
     const float ms = time_plan(*candidate, handle, x, w, y, scratch, stream);
     if (trace) {
       std::fprintf(stderr, "  graph %s %.4f ms %lld bytes\n", candidate->engine().c_str(), static_cast<double>(ms),
-                   static_cast<long long>(workspace));
+                   static_cast<long long>(candidate->workspace()));
     }
     if (ms >= 0 && (!best.plan || ms < best.milliseconds)) {
       best.plan = std::move(candidate);
       best.milliseconds = ms;
     }
   }
-  if (!best.plan) return invalid("no engine of cuDNN's graph API runs this convolution (" + std::to_string(configs.size()) + " offered)");
+  if (!best.plan) return invalid("no engine of cuDNN's graph API runs this convolution (" + std::to_string(offered) + " offered)");
   return best;
+}
+
+Result<std::unique_ptr<GraphConvPlan>> graph_conv_engine(const Cudnn& api, cudnnHandle_t handle,
+                                                         const GraphConvShape& shape, int64_t engine,
+                                                         uint64_t scratch_bytes) {
+  PTB_TRY(Descriptor graph, conv_graph(api, handle, shape));
+  size_t offered = 0;
+  for (const auto& [config, facts] : candidates(api, graph, shape, offered)) {
+    if (facts.index != engine) continue;
+    auto plan = build_plan(api, handle, config, facts, shape, scratch_bytes);
+    if (!plan) return invalid("cuDNN's engine " + std::to_string(engine) + " does not build a plan for this convolution");
+    return plan;
+  }
+  return invalid("cuDNN offers no engine " + std::to_string(engine) + " for this convolution (" +
+                 std::to_string(offered) + " offered)");
 }
 
 }  // namespace ptb::builtin

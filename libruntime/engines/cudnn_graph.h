@@ -33,13 +33,14 @@ struct GraphConvShape {
 class GraphConvPlan {
  public:
   GraphConvPlan(const Cudnn& api, cudnnBackendDescriptor_t plan, int64_t workspace, bool backward_data,
-                std::string engine);
+                int64_t engine_index);
   ~GraphConvPlan();
   GraphConvPlan(const GraphConvPlan&) = delete;
   GraphConvPlan& operator=(const GraphConvPlan&) = delete;
 
   uint64_t workspace() const { return static_cast<uint64_t>(workspace_); }
-  const std::string& engine() const { return engine_; }
+  const std::string& engine() const { return engine_; }  // "engine 12", for traces
+  int64_t engine_index() const { return engine_index_; }  // cuDNN's global index
   cudnnStatus_t run(cudnnHandle_t handle, const void* x, const void* w, const void* y, void* workspace) const;
 
  private:
@@ -47,6 +48,7 @@ class GraphConvPlan {
   cudnnBackendDescriptor_t plan_;
   int64_t workspace_;
   bool backward_data_;
+  int64_t engine_index_;
   std::string engine_;
 };
 
@@ -63,6 +65,14 @@ struct GraphConvChoice {
 Result<GraphConvChoice> find_graph_conv(const Cudnn& api, cudnnHandle_t handle, const GraphConvShape& shape,
                                         const void* x, const void* w, const void* y, cudaStream_t stream,
                                         void* scratch, uint64_t scratch_bytes, bool trace);
+
+// The plan of cuDNN's engine `engine` (its global index, as a search chose
+// it before) for `shape`, untimed: an error when the heuristics do not
+// offer that engine for the shape or its plan does not build within
+// `scratch_bytes` of workspace.
+Result<std::unique_ptr<GraphConvPlan>> graph_conv_engine(const Cudnn& api, cudnnHandle_t handle,
+                                                         const GraphConvShape& shape, int64_t engine,
+                                                         uint64_t scratch_bytes);
 
 // The largest of 16, 8, 4, 2, 1 that divides the address.
 int64_t pointer_alignment(const void* pointer);

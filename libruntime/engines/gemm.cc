@@ -31,6 +31,7 @@
 #include "engines/gemm.h"
 #include "kernels/kernels.h"
 #include "engines/route_check.h"
+#include "engines/tuned.h"
 #include "ptbundle/base/text.h"
 
 namespace ptb::builtin {
@@ -105,8 +106,22 @@ struct PlanKey {
   }
 };
 
+// The key's words in a tune file: every field but the device, which the
+// file's GPU entry stands for.
+std::string key_text(const PlanKey& k) {
+  auto n = [](int64_t v) { return std::to_string(v); };
+  return "m=" + n(k.m) + " n=" + n(k.n) + " k=" + n(k.k) + " batch=" + n(k.batch) + " dtype=" + n(k.dtype) + "," +
+         n(k.cd_dtype) + " ld=" + n(k.lda) + "," + n(k.ldb) + "," + n(k.ldc) + " stride=" + n(k.stride_a) + "," +
+         n(k.stride_b) + "," + n(k.stride_c) + " trans=" + (k.transa ? "T" : "N") + (k.transb ? "T" : "N") +
+         " epilogue=" + n(static_cast<int64_t>(k.epilogue)) + " align=" + n(k.align_a) + "," + n(k.align_b) + "," +
+         n(k.align_c) + "," + n(k.align_bias);
+}
+
+constexpr const char* kAlgoPrefix = "algo=";
+
 struct Plan {
   const CublasLt* lt = nullptr;
+  std::string key;  // key_text
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};  // what calls run: the heuristics' first, then the search's
@@ -207,6 +222,7 @@ Result<Plan*> plan_for(const CublasLt& lt, cublasLtHandle_t handle, const PlanKe
   }
   auto plan = std::make_unique<Plan>();
   plan->lt = &lt;
+  plan->key = key_text(key);
   const cudaDataType_t type = data_type(key.dtype), cd_type = data_type(key.cd_dtype);
   const bool doubles = key.cd_dtype == ScalarType::Double;
   const cublasComputeType_t compute = doubles ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
@@ -309,6 +325,46 @@ void search(Plan& plan, cublasLtHandle_t handle, const Product& p, const void* a
   }
 }
 
+// The tune file's algorithm for the plan, when it has one for this
+// cuBLASLt that cuBLASLt accepts for the plan's descriptors with the
+// workspace there is; a recorded algorithm that does not fit is reported
+// and the shape searched.
+bool use_recorded(Plan& plan, cublasLtHandle_t handle, int device, const Workspace& work) {
+  const CublasLt& lt = *plan.lt;
+  const auto recorded = recorded_choice(device, kTunedGemm, plan.key, lt.version());
+  if (!recorded) return false;
+  cublasLtMatmulAlgo_t algo{};
+  const std::string prefix = kAlgoPrefix;
+  if (recorded->compare(0, prefix.size(), prefix) != 0 ||
+      !bytes_of_hex(recorded->substr(prefix.size()), &algo, sizeof algo)) {
+    refuse_recorded(device, kTunedGemm, plan.key,
+                    "the choice is not \"algo=\" and " + std::to_string(2 * sizeof algo) +
+                        " hex digits (a cuBLASLt algorithm of " + std::to_string(sizeof algo) + " bytes)");
+    return false;
+  }
+  cublasLtMatmulHeuristicResult_t checked{};
+  const cublasStatus_t status =
+      lt.algo_check(handle, plan.desc, plan.a, plan.b, plan.c, plan.c, &algo, &checked);
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    refuse_recorded(device, kTunedGemm, plan.key, "cuBLASLt refuses the algorithm for this product (" + lt_error(lt, status) + ")");
+    return false;
+  }
+  // No workspace yet (a first call inside a capture): tried again at a
+  // call that has one.
+  if (checked.workspaceSize > 0 && !work.data) return false;
+  if (checked.workspaceSize > work.bytes) {
+    refuse_recorded(device, kTunedGemm, plan.key,
+                    "the algorithm needs " + std::to_string(checked.workspaceSize) + " bytes of workspace; " +
+                        std::to_string(work.bytes) + " are there");
+    return false;
+  }
+  plan.algo = algo;
+  plan.searched = true;
+  note_choice(device, kTunedGemm, plan.key, *recorded, lt.version(), false);
+  if (tracing()) std::fprintf(stderr, "gemm %s: the tune file's algorithm\n", plan.key.c_str());
+  return true;
+}
+
 Status run_product(const Product& p, int device, cudaStream_t stream) {
   const CublasLt* lt = cublas_lt();
   if (!lt) return invalid("cuBLAS cannot be opened: " + why_cublas());
@@ -324,7 +380,13 @@ Status run_product(const Product& p, int device, cudaStream_t stream) {
   const float alpha32 = static_cast<float>(p.alpha), beta32 = static_cast<float>(p.beta);
   const void* alpha = p.cd_dtype == ScalarType::Double ? static_cast<const void*>(&p.alpha) : &alpha32;
   const void* beta = p.cd_dtype == ScalarType::Double ? static_cast<const void*>(&p.beta) : &beta32;
-  if (!plan->searched && !capturing(stream)) search(*plan, handle, p, alpha, beta, work, stream);
+  // A recorded algorithm is checked, not timed, so it may be taken inside a
+  // capture too; a search waits for a call outside one.
+  if (!plan->searched && !use_recorded(*plan, handle, device, work) && !capturing(stream)) {
+    search(*plan, handle, p, alpha, beta, work, stream);
+    note_choice(device, kTunedGemm, plan->key, kAlgoPrefix + hex_of(&plan->algo, sizeof plan->algo), lt->version(),
+                true);
+  }
   cublasStatus_t status = lt->matmul(handle, plan->desc, alpha, p.a.data, plan->a, p.b.data, plan->b, beta, p.d,
                                      plan->c, p.d, plan->c, &plan->algo, work.data, work.data ? work.bytes : 0, stream);
   if (status != CUBLAS_STATUS_SUCCESS) return invalid(lt_error(*lt, status));

@@ -13,6 +13,7 @@
 #include "runner/cuda_error.h"
 #include "runner/runtime_module.h"
 #include "engines/tensor.h"
+#include "engines/tuned.h"
 #include "shims/shim_support.h"
 
 namespace ptb::builtin {
@@ -122,6 +123,8 @@ const detail::RuntimeModule module_table = [] {
   table.describe = describe;
   table.load = load;
   table.pinned_upload_gb_per_second = detail::measure_pinned_upload;
+  table.use_tuned = use_tuned;
+  table.choices_made = choices_made;
   return table;
 }();
 

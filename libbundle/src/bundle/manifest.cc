@@ -406,6 +406,18 @@ std::string part_file_path(std::string_view part_name, FileRole role, unsigned g
   return name + ".pte";
 }
 
+std::string tune_file_path(unsigned generation) {
+  return generation == 0 ? std::string(kTuneFileName) : "tune@" + std::to_string(generation) + ".json";
+}
+
+bool is_tune_file_path(std::string_view path) {
+  if (path == kTuneFileName) return true;
+  if (!path.starts_with("tune@") || !path.ends_with(".json")) return false;
+  const std::string_view digits = path.substr(5, path.size() - 5 - 5);
+  if (digits.empty() || digits.size() > 9 || digits.front() == '0') return false;
+  return std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 std::string part_target_program_path(std::string_view part_name, std::string_view target, unsigned generation) {
   return std::string(target) + "/" + std::string(part_name) +
          (generation > 0 ? "@" + std::to_string(generation) : std::string()) + ".pte";
@@ -519,12 +531,15 @@ Json manifest_to_json(const Manifest& manifest) {
   out["created"] = manifest.created;
   out["parts"] = Json::array();
   for (const auto& part : manifest.parts) out["parts"].push_back(manifest_part_to_json(part));
+  if (manifest.tune) {
+    out["tune"] = {{"path", manifest.tune->path}, {"size", manifest.tune->size}, {"sha256", manifest.tune->sha256}};
+  }
   return out;
 }
 
 Result<Manifest> manifest_header_from_json(const Json& json, const std::string& name) {
   JsonReader r(name);
-  PTB_CHECK(r.expect_object(json, "top level", {"format", "format_version", "ptbundle_version", "created", "parts"}));
+  PTB_CHECK(r.expect_object(json, "top level", {"format", "format_version", "ptbundle_version", "created", "parts", "tune"}));
   PTB_TRY(auto format, r.string(json, "top level", "format"));
   if (format != "ptbundle") return r.error("format", "is " + q(format) + "; expected \"ptbundle\"");
   PTB_TRY(auto version, r.unsigned_number(json, "top level", "format_version", 1000000));
@@ -541,6 +556,18 @@ Result<Manifest> manifest_header_from_json(const Json& json, const std::string& 
     return r.error("created", "is " + q(manifest.created) + "; expected a UTC time like 2026-05-01T12:34:56Z");
   PTB_TRY(const Json* parts, r.array(json, "top level", "parts"));
   (void)parts;
+  if (json.contains("tune")) {
+    const Json& tune = json["tune"];
+    PTB_CHECK(r.expect_object(tune, "tune", {"path", "size", "sha256"}));
+    ManifestTuneFile file;
+    PTB_TRY(file.path, r.string(tune, "tune", "path"));
+    if (!is_tune_file_path(file.path))
+      return r.error("tune.path", "is " + q(file.path) + "; expected \"tune.json\" or \"tune@<generation>.json\"");
+    PTB_TRY(file.size, r.unsigned_number(tune, "tune", "size"));
+    PTB_TRY(file.sha256, r.string(tune, "tune", "sha256"));
+    if (!is_sha256_hex(file.sha256)) return r.error("tune.sha256", "expected 64 lowercase hexadecimal digits");
+    manifest.tune = std::move(file);
+  }
   return manifest;
 }
 

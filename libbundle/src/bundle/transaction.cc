@@ -34,12 +34,15 @@ std::set<std::string> listed_paths(const Manifest* manifest) {
   if (!manifest) return out;
   for (const auto& part : manifest->parts)
     for (const auto& file : part.files) out.insert(file.path);
+  if (manifest->tune) out.insert(manifest->tune->path);
   return out;
 }
 
 // Journal lines are paths the writer chose, but the file may have been
-// edited: only plain relative paths of .pte/.ptd files are ever removed.
+// edited: only plain relative paths of .pte/.ptd files, and tune files, are
+// ever removed.
 bool removable_path(const std::string& path) {
+  if (is_tune_file_path(path)) return true;
   if (path.empty() || path.front() == '/' || path.size() > 1024) return false;
   if (!path.ends_with(".pte") && !path.ends_with(".ptd")) return false;
   size_t start = 0;
@@ -235,7 +238,7 @@ BundleLeftovers find_leftovers(const BundleDir& dir, const Manifest* manifest) {
     for (const auto& path : journal_paths(dir)) {
       if (listed.count(path)) continue;
       if (dir.kind(path).value_or(BundleDir::Kind::Missing) == BundleDir::Kind::Missing) continue;
-      if (manifest && is_file_of_listed_part(path, *manifest)) out.pending.push_back(path);
+      if ((manifest && is_file_of_listed_part(path, *manifest)) || is_tune_file_path(path)) out.pending.push_back(path);
       else out.unexplained.push_back(path);
     }
   }

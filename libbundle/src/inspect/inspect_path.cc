@@ -8,6 +8,7 @@
 #include "ptbundle/base/sha256.h"
 #include "ptbundle/bundle/bundle.h"
 #include "ptbundle/bundle/manifest.h"
+#include "ptbundle/bundle/tune_file.h"
 #include "ptbundle/formats/bpte.h"
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/formats/pte.h"
@@ -117,6 +118,26 @@ Status inspect_bundle_folder(InspectedFile& out, const InspectOptions& options) 
       PTB_CHECK(options.each_part(out, std::move(p)));
     } else {
       inspected.parts.push_back(std::move(p));
+    }
+  }
+  if (const auto& listed = inspected.manifest.tune) {
+    InspectTune& tune = inspected.tune.emplace();
+    tune.path = listed->path;
+    tune.size = listed->size;
+    tune.sha256 = listed->sha256;
+    auto file = read_tune_file(dir, *listed);
+    if (!file.ok()) tune.error = file.error().message;
+    else {
+      for (const TuneGpu& gpu : file->gpus) {
+        InspectTuneGpu shown{gpu.name, gpu.sm, gpu.runtime, gpu.tuned, 0, 0, {}, {}};
+        for (const TuneChoice& choice : gpu.choices) {
+          const bool gemm = choice.shim == "gemm";
+          ++(gemm ? shown.gemm : shown.convolution);
+          std::vector<uint64_t>& versions = gemm ? shown.cublaslt : shown.cudnn;
+          if (std::find(versions.begin(), versions.end(), choice.library) == versions.end()) versions.push_back(choice.library);
+        }
+        tune.gpus.push_back(std::move(shown));
+      }
     }
   }
   if (const std::optional<std::string> name = signature_to_check(dir)) {

@@ -16,6 +16,7 @@
 #include "ptbundle/bundle/transaction.h"
 #include "ptbundle/formats/ptd.h"
 #include "ptbundle/formats/pte.h"
+#include "ptbundle/bundle/tune_file.h"
 #include "ptbundle/signing/model_signature.h"
 
 namespace ptb::detail {
@@ -500,6 +501,50 @@ void drop_live_lock_file(const BundleDir& dir, FolderDigests& digests) {
   std::erase_if(digests.files, [](const FileDigest& file) { return file.path == kLockFileName; });
 }
 
+// The tune file: what bundle.json lists must be there with its size and
+// SHA-256 and read as a tune file; one it does not list is only noted, since
+// run and the robot API never read it.
+void check_tune_file(const BundleDir& dir, const Json& json, const FolderDigests& digests, CheckList& checks) {
+  auto header = manifest_header_from_json(json, dir.display(kManifestFileName));
+  if (!header.ok()) return;  // the manifest check says why
+  for (const FileDigest& file : digests.files) {
+    if (!is_tune_file_path(file.path) || (header->tune && header->tune->path == file.path)) continue;
+    checks.warn(checks::kTuneFile, dir.display(file.path),
+                "is in the bundle folder but bundle.json does not list it; run and the robot API ignore it; the next "
+                "ptbundle tune removes it, or delete it");
+  }
+  if (!header->tune) return;
+  const ManifestTuneFile& listed = *header->tune;
+  const std::string path = dir.display(listed.path);
+  const FileDigest* found = digests.find(listed.path);
+  const char* again = "; run ptbundle tune again on the GPU to write it anew";
+  if (!found) {
+    checks.fail(checks::kTuneFile, path, std::string("is missing; bundle.json lists it") + again);
+    return;
+  }
+  if (!found->error.empty()) {
+    checks.fail(checks::kTuneFile, path, found->error + again);
+    return;
+  }
+  if (found->size != listed.size || found->sha256 != listed.sha256) {
+    checks.fail(checks::kTuneFile, path,
+                std::to_string(found->size) + " bytes, SHA-256 " + found->sha256 + "; bundle.json records " +
+                    std::to_string(listed.size) + " bytes, " + listed.sha256 +
+                    " (the file changed after ptbundle tune wrote it)" + again);
+    return;
+  }
+  auto file = read_tune_file(dir, listed);
+  if (!file.ok()) {
+    checks.fail(checks::kTuneFile, path, file.error().message + again);
+    return;
+  }
+  std::string gpus;
+  for (const TuneGpu& gpu : file->gpus) gpus += (gpus.empty() ? "" : ", ") + gpu.name + " (" + gpu.sm + ")";
+  checks.pass(checks::kTuneFile, path,
+              std::to_string(file->choice_count()) + " recorded choice(s) for " + std::to_string(file->gpus.size()) +
+                  " GPU(s)" + (gpus.empty() ? std::string() : ": " + gpus));
+}
+
 }  // namespace
 
 void check_bundle(const std::string& path, const IntegrityOptions& options, CheckList& checks,
@@ -576,6 +621,7 @@ void check_bundle(const std::string& path, const IntegrityOptions& options, Chec
   for (const ManifestPart& part : parts.valid) check_part(*dir, part, files, *digests, checks, subjects);
   std::set<std::string> pending = check_leftovers(*dir, parts.valid, checks);
   check_unlisted(*dir, parts.owned, pending, checks);
+  check_tune_file(*dir, *json, *digests, checks);
 }
 
 }  // namespace ptb::detail

@@ -204,6 +204,10 @@ FolderReading folder_reading(const BundleDir& dir, const Manifest* manifest, uns
         reading.hashing.hash_only->insert(file.path);
       }
     }
+    if (manifest->tune) {
+      reading.hashing.expected_sizes[manifest->tune->path] = manifest->tune->size;
+      reading.hashing.hash_only->insert(manifest->tune->path);
+    }
   }
   if (reading.signature_name) {
     // Read again by check_signature, which reports what is wrong with it.

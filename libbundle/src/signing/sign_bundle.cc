@@ -67,6 +67,15 @@ Status check_before_signing(const std::string& dir, const FolderDigests& digests
                        "; run ptbundle verify, then export the part again before signing");
     }
   }
+  if (manifest.tune) {
+    const FileDigest* file = digests.find(manifest.tune->path);
+    if (!file || file->kind != FolderEntryKind::File || file->size != manifest.tune->size ||
+        file->sha256 != manifest.tune->sha256) {
+      return invalid(dir + "/" + manifest.tune->path +
+                     ": missing, or not the size and SHA-256 bundle.json records; run ptbundle tune again before "
+                     "signing");
+    }
+  }
   return {};
 }
 

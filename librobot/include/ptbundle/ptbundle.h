@@ -60,7 +60,7 @@ ptb_options* ptb_options_new(void);
 void ptb_options_free(ptb_options* options);
 /* name: "part", "method", "device", "runtime" ("auto", "builtin",
  * "libtorch"), "verify", "require_signature", "staged_upload",
- * "cuda_graphs" ("true" or "false"), "seed" (decimal). */
+ * "cuda_graphs", "use_tune_file" ("true" or "false"), "seed" (decimal). */
 ptb_status ptb_options_set(ptb_options* options, const char* name, const char* value);
 /* A trusted public key: a path to a PEM or DER file, or the PEM text. */
 ptb_status ptb_options_add_key(ptb_options* options, const char* key);

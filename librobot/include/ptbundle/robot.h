@@ -110,6 +110,10 @@ struct Options {
   // they are, and if not why not.
   bool cuda_graphs = false;
   uint64_t seed = 0;  // the runtime's random draws (samplers): the same seed, the same draws
+  // The bundle's tune file (`ptbundle tune`) gives the runtime its recorded
+  // GEMM and convolution choices for this GPU, so the first call searches
+  // only shapes it lacks; false: every shape is searched at its first call.
+  bool use_tune_file = true;
 };
 
 // A GPU as the driver reports it.
@@ -237,6 +241,11 @@ struct LoadInfo {
   double check_ms = 0;  // the checks before loading (hashing the part's files, the signature)
   double read_ms = 0, library_ms = 0, create_ms = 0, weights_ms = 0, testcase_ms = 0, total_ms = 0;
   std::vector<TensorInfo> inputs, outputs;
+  // The tune file whose choices for this GPU the runtime was given (empty:
+  // none), how many, and why a tune file was ignored (empty: it was not).
+  std::string tune_file;
+  size_t tuned_choices = 0;
+  std::string tune_warning;
 };
 
 struct GraphInfo {

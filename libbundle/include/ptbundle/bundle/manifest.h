@@ -22,6 +22,12 @@ namespace ptb {
 inline constexpr int kManifestFormatVersion = 1;
 inline constexpr const char* kManifestFileName = "bundle.json";
 inline constexpr const char* kTestcaseFolder = "testcases";
+inline constexpr const char* kTuneFileName = "tune.json";
+// "tune.json", or "tune@<g>.json" for generation g > 0: `ptbundle tune`
+// writes a new generation and bundle.json names it, so that the old file
+// stays whole until bundle.json is renamed over (part_file_path's rule).
+std::string tune_file_path(unsigned generation = 0);
+bool is_tune_file_path(std::string_view path);
 
 enum class FileRole { Program, Data, Testcase };
 const char* file_role_name(FileRole role);  // "program", "data", "testcase"
@@ -164,11 +170,21 @@ struct ManifestPart {
   const ManifestFile* find_file(FileRole role) const;
 };
 
+// The bundle's tune file (tune_file.h), which `ptbundle tune` writes: listed
+// with its digest so that verify and a signature cover it. JSON "tune":
+// {"path": "tune.json", "size", "sha256"}, absent until a bundle is tuned.
+struct ManifestTuneFile {
+  std::string path;  // tune_file_path(g)
+  uint64_t size = 0;
+  std::string sha256;
+};
+
 struct Manifest {
   int format_version = kManifestFormatVersion;
   std::string ptbundle_version;
   std::string created;  // UTC, "2026-05-01T12:34:56Z"
   std::vector<ManifestPart> parts;
+  std::optional<ManifestTuneFile> tune;
 
   const ManifestPart* find_part(std::string_view name) const;
   ManifestPart* find_part(std::string_view name);

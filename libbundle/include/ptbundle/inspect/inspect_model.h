@@ -562,15 +562,48 @@ struct InspectSignature {
   }
 };
 
+// One GPU setup of a tune file (tune_file.h): how many choices it holds.
+struct InspectTuneGpu {
+  std::string name;
+  std::string sm;
+  std::string runtime;
+  std::string tuned;
+  uint64_t gemm = 0;         // choices of the GEMM shims
+  uint64_t convolution = 0;  // choices of the convolution shim
+  std::vector<uint64_t> cublaslt;  // the versions the GEMM choices were made with
+  std::vector<uint64_t> cudnn;     // the versions the convolution choices were made with
+  template <class F>
+  void fields(F& f) const {
+    f("name", name)("sm", sm)("runtime", runtime)("tuned", tuned)("gemm", gemm)("convolution", convolution)(
+        "cublaslt", cublaslt)("cudnn", cudnn);
+  }
+};
+
+// The bundle's tune file as bundle.json lists it, and what it holds; `error`
+// when it does not read (a size or SHA-256 other than bundle.json's, or
+// content that is not a tune file): run and the robot API then ignore it.
+struct InspectTune {
+  std::string path;
+  uint64_t size = 0;
+  std::string sha256;
+  std::vector<InspectTuneGpu> gpus;
+  std::optional<std::string> error;
+  template <class F>
+  void fields(F& f) const {
+    f("path", path)("size", size)("sha256", sha256)("gpus", gpus)("error", error);
+  }
+};
+
 struct InspectPart;
 
 struct InspectBundle {
   Manifest manifest;
   std::vector<InspectPart> parts;
   std::optional<InspectSignature> signature;
+  std::optional<InspectTune> tune;  // null when the bundle has no tune file
   template <class F>
   void fields(F& f) const {
-    f("manifest", manifest)("parts", parts)("signature", signature);
+    f("manifest", manifest)("parts", parts)("signature", signature)("tune", tune);
   }
 };
 

@@ -62,6 +62,7 @@ struct checks {
   static constexpr const char* kSignedFiles = "signed_files";     // the files are exactly those signed
   static constexpr const char* kContentKey = "content_key";       // "<sha256>_so_blob" keys hash to their name
   static constexpr const char* kLeftover = "leftover";            // temporary files of an interrupted write
+  static constexpr const char* kTuneFile = "tune_file";           // tune.json: listed, size, SHA-256, reads
 };
 
 // One check's outcome. fields(F&) describes it to a report printer, as

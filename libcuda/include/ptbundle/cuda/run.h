@@ -45,6 +45,23 @@ struct RunRequest {
   bool staged_upload = true;  // false: --pageable-upload
   AotiRuntime runtime = AotiRuntime::Auto;  // --runtime
   bool cuda_graphs = false;                 // --cuda-graph
+  // A bundle's tune file (tune.h) hands its choices for this GPU to the
+  // runtime; false (--no-tune): every shape is searched at its first call.
+  bool use_tune_file = true;
+};
+
+// What the runtime chose at the first call, and where from (tune.h).
+struct RunTuning {
+  std::string file;          // the tune file whose choices were handed over; empty: none
+  uint64_t recorded = 0;     // choices the file holds for this GPU
+  uint64_t from_file = 0;    // choices taken from it
+  uint64_t searched = 0;     // choices found by a search in this run
+  std::string choices_sha256;  // choices_digest of every choice: equal in two runs, equal choices
+  template <class F>
+  void fields(F& f) const {
+    f("file", file.empty() ? std::optional<std::string>() : file)("recorded", recorded)("from_file", from_file)(
+        "searched", searched)("choices_sha256", choices_sha256);
+  }
 };
 
 // An input or output as it went in or came out.
@@ -62,6 +79,10 @@ struct RunCheck {
   OutputComparison comparison;
 };
 
+// How many calls after the first, made as the first was (host inputs),
+// give RunReport::next_call_ms.
+inline constexpr int kNextCalls = 5;
+
 struct RunReport {
   std::string part;
   std::string source;
@@ -78,6 +99,11 @@ struct RunReport {
   LoadTimes load;
   std::vector<RunTensor> inputs;
   std::vector<RunTensor> outputs;
+  // The first call (inputs copied in, outputs copied back: the call that
+  // searches), and the median of the next calls made the same way.
+  double first_call_ms = 0;
+  std::optional<double> next_call_ms;  // with timing: the median of kNextCalls calls
+  RunTuning tuning;
   std::vector<RunCheck> checks;        // one per expect, in the order given
   std::optional<std::string> verdict;  // when there were expects
   std::optional<TimingStats> timing;   // when iterations > 0
@@ -182,13 +208,14 @@ struct RunReport {
         "variant", r.variant)("kernels", r.kernels)(
         "weights", WeightsView{r.weights_layout, r.weights_file, r.load.weight_bytes, r.load.upload_method})(
         "load_ms", LoadView{r.load})("upload_gb_per_s", r.load.upload_gb_per_second())("inputs", tensors(r.inputs, true))(
-        "outputs", tensors(r.outputs, false));
+        "outputs", tensors(r.outputs, false))("first_call_ms", r.first_call_ms)("next_call_ms", r.next_call_ms)(
+        "tuning", r.tuning);
     if (r.verdict) {
       std::vector<CheckView> check_views;
       for (const RunCheck& check : r.checks) check_views.push_back({check});
       f("checks", check_views)("verdict", *r.verdict);
     }
-    if (r.timing) f("timing", TimingView{r.warmup, *r.timing, !r.warnings.empty()});
+    if (r.timing) f("timing", TimingView{r.warmup, *r.timing, stability_warning(*r.timing).has_value()});
     f("cuda_graph", GraphView{r.graphs});
     f("warnings", r.warnings);
   }

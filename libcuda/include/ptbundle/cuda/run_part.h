@@ -123,6 +123,7 @@ struct LoadOptions {
   bool staged_upload = true;
   bool cuda_graphs = false;
   uint64_t seed = 0;
+  const TunedChoices* tuned = nullptr;  // LoadRequest::tuned
 };
 Result<AotiModel> load_part(const RunPart& part, const LoadOptions& options);
 

@@ -125,6 +125,29 @@ struct KernelFileBytes {
   Bytes bytes;
 };
 
+// One choice a runtime's search made at a shape's first call (the built-in
+// runtime's cuBLASLt algorithm of a GEMM, cuDNN engine and route of a
+// convolution), as `ptbundle tune` records it in a bundle's tune file
+// (ptbundle/bundle/tune_file.h) and hands it back to the runtime before the
+// first call. `key` and `choice` are the runtime's own words, checked by the
+// runtime before use; `library_version` is the version of the library that
+// made the choice (cuBLASLt's for "gemm", cuDNN's for "convolution"): a
+// choice made with another version is ignored.
+struct TunedChoice {
+  std::string shim;  // "gemm", "convolution"
+  std::string key;
+  std::string choice;
+  uint64_t library_version = 0;
+  bool searched = false;  // reported choices: found by a search in this process, not taken from a tune file
+};
+
+// The recorded choices for the GPU a model is loaded on, and the file they
+// came from (for messages).
+struct TunedChoices {
+  std::string source;  // "bundle/tune.json"
+  std::vector<TunedChoice> choices;
+};
+
 struct LoadRequest {
   std::string label;  // "part encoder", for messages
   Bytes library;
@@ -148,6 +171,10 @@ struct LoadRequest {
   // Seeds the runtime's random number shims (rand, randn, randint): the
   // same seed gives the same draws.
   uint64_t seed = 0;
+  // The tune file's choices for this GPU, handed to the runtime before the
+  // library is loaded; shapes without one are searched at their first call.
+  // Not owned; null: none.
+  const TunedChoices* tuned = nullptr;
   // Filled by AotiModel::load: the library's SHA-256 (the runtime opens the
   // same bytes once per process) and the aoti_* functions it imports (the
   // runtime opens cuBLAS or cuDNN for them before the library).
@@ -205,6 +232,11 @@ class AotiModel {
   struct State;
   std::unique_ptr<State> state_;
 };
+
+// The choices the runtime serving this process made on `device` so far
+// (searched, or taken from a tune file), sorted by shim and key; empty for a
+// runtime that makes none (LibTorch's), or before any model was loaded.
+std::vector<TunedChoice> runtime_choices(int device);
 
 // The runtime that serves this process (see above), once a model was loaded.
 std::optional<AotiRuntime> process_aoti_runtime();
