@@ -193,12 +193,14 @@ def _dl_from_numpy(array, keep):
                      shape, None, 0)
 
 
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
 def _dl_from_capsule(tensor, keep):
     capsule = tensor.__dlpack__()
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype = ctypes.c_void_p
-    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    pointer = get(capsule, b"dltensor")
+    pointer = _capsule_pointer(capsule, b"dltensor")
     keep.append(capsule)  # owns the DLManagedTensor until the call is done
     return ctypes.cast(pointer, ctypes.POINTER(_DLManagedTensor)).contents.dl_tensor
 
@@ -287,6 +289,17 @@ class Model:
         del keep
         return seconds.value
 
+    def bind(self, *inputs, out=None, stream=None):
+        """A call with its tensors fixed, for a control loop (the IO binding
+        of ONNX Runtime): the DLPack descriptors are made once, so each
+        call() is one C call. Refill the bound input tensors in place
+        (x.copy_(new)) and read the bound outputs after each call; the
+        binding keeps every tensor alive. Returns a Binding."""
+        if not self._handle:
+            raise Error("the model is closed", "usage")
+        outputs, keep, ins, outs, stream = self._prepare(inputs, out, stream)
+        return Binding(self, list(inputs), outputs, keep, ins, len(inputs), outs, len(outputs), stream)
+
     def __call__(self, *inputs, out=None, stream=None):
         """One call. NumPy arrays: run, outputs returned as new NumPy arrays
         (or written into `out`). GPU tensors with __dlpack__ (PyTorch, CuPy):
@@ -299,6 +312,26 @@ class Model:
         _check(_library().ptb_model_run(self._handle, ins, len(inputs), outs, len(outputs), stream))
         del keep
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+class Binding:
+    """Model.bind(): one model call with its inputs, outputs and stream fixed."""
+
+    def __init__(self, model, inputs, outputs, keep, ins, n_in, outs, n_out, stream):
+        self.model, self.inputs, self.outputs = model, inputs, outputs
+        self._keep = keep
+        self._args = (ins, n_in, outs, n_out, stream)
+        self._run = _library().ptb_model_run
+
+    def __call__(self):
+        """Runs the model on the bound inputs into the bound outputs;
+        returns the outputs (one, or a tuple)."""
+        if not self.model._handle:
+            raise Error("the model is closed", "usage")
+        status = self._run(self.model._handle, *self._args)
+        if status:
+            _check(status)
+        return self.outputs[0] if len(self.outputs) == 1 else tuple(self.outputs)
 
 
 def load(bundle, part=None, method=None, keys=(), require_signature=False, verify=True, device=0,

@@ -90,6 +90,20 @@ class OnTheGpu(unittest.TestCase):
         self.assertEqual(z.device, x.device)
         self.assertTrue(torch.equal(z, y))
 
+    def test_a_binding_reruns_on_inputs_refilled_in_place(self):
+        import torch
+        m = ptbundle.load(self.bundle, keys=[self.pub])
+        x = torch.zeros(self.x.shape, device="cuda")
+        y = torch.empty(self.eager.shape, device="cuda")
+        call = m.bind(x, out=[y])
+        x.copy_(torch.from_numpy(self.x))
+        self.assertIs(call(), y)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(y, m(x)))
+        m.close()
+        with self.assertRaises(ptbundle.Error):
+            call()
+
     def test_misuse_on_the_gpu(self):
         import torch
         m = ptbundle.load(self.bundle)
