@@ -44,9 +44,6 @@ std::optional<fs::path> gpu_packages();
 // Whether PTB_GPU_PACKAGES holds `name`.pt2; if not, says SKIPPED, naming
 // the make_packages.py name to compile (a run may make only some).
 bool have_gpu_package(const std::string& name);
-// Whether PTB_GPU_PACKAGES holds `name`.pt2; if not, says SKIPPED, naming
-// the make_packages.py name to compile (a run may make only some).
-bool have_gpu_package(const std::string& name);
 
 // From here to the end of the test case, a crash (SIGSEGV, SIGBUS, SIGILL,
 // SIGFPE) first prints its stack on stderr, a frame a line as

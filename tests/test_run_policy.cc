@@ -104,7 +104,9 @@ std::string check_outputs(AotiModel& model, const fs::path& folder, const std::s
       if (!why.empty()) return "output " + std::to_string(i) + ": " + why;
       continue;
     }
-    const Tolerance tolerance = default_tolerance(want.scalar_type);
+    // The rule export records and verify applies (tolerance.h), so that
+    // this check accepts what the product accepts and no more.
+    const Tolerance tolerance = output_tolerance(want);
     auto stats = compare_tensors(mine, want, tolerance);
     if (!stats.ok()) return "output " + std::to_string(i) + ": " + stats.error().message;
     max_error = std::max(max_error, stats->max_abs_error);
@@ -246,4 +248,39 @@ TEST_CASE("run on GPU, built-in runtime: programs shaped like policy parts run, 
   std::printf("[gpu] policy parts: %zu of %zu compiled packages ran, matched eager, exported and verified\n", ran,
               compiled);
   CHECK(compiled > 0);
+}
+
+// The LibTorch half of the ways-by-programs table: in a build with the
+// LibTorch runtime, the packages compiled with PyTorch's defaults (linked to
+// LibTorch) export and verify through the CLI, which reproduces their test
+// case (eager's outputs) on this GPU. The test above runs the rest, in the
+// build without LibTorch, where these are refused by name.
+TEST_CASE("run on GPU, LibTorch runtime: packages compiled with PyTorch's defaults export and verify") {
+  PTB_REQUIRE_GPU();
+  PTB_REQUIRE_GPU_PACKAGES();
+  const fs::path folder = *ptb::test::gpu_packages();
+  std::vector<fs::path> descriptions;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() == ".json" && name.ends_with("-pytorch.json")) descriptions.push_back(entry.path());
+  }
+  std::sort(descriptions.begin(), descriptions.end());
+  size_t ran = 0, compiled = 0;
+  for (const fs::path& path : descriptions) {
+    std::ifstream in(path);
+    const nlohmann::json description = nlohmann::json::parse(in, nullptr, false);
+    if (description.is_discarded() || !description.value("ok", false)) continue;
+    ++compiled;
+    const std::string stem = path.stem().string();
+    const Outcome outcome = run_libtorch_package(folder, stem, description);
+    std::printf("[gpu] policy %-22s %s: %s\n", stem.c_str(), outcome.ok ? "ok  " : "FAIL", outcome.what.c_str());
+    std::fflush(stdout);
+    CHECK_MESSAGE(outcome.ok, stem + ": " + outcome.what);
+    ran += outcome.ok;
+  }
+  if (compiled == 0) {
+    ptb::test::skip("no <model>-pytorch package in PTB_GPU_PACKAGES (tests/gpu/make_packages.py resnet18-pytorch)");
+    return;
+  }
+  std::printf("[gpu] policy parts on LibTorch: %zu of %zu packages exported and verified\n", ran, compiled);
 }
