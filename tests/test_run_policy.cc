@@ -275,7 +275,8 @@ TEST_CASE("run on GPU, LibTorch runtime: packages compiled with PyTorch's defaul
     const Outcome outcome = run_libtorch_package(folder, stem, description);
     std::printf("[gpu] policy %-22s %s: %s\n", stem.c_str(), outcome.ok ? "ok  " : "FAIL", outcome.what.c_str());
     std::fflush(stdout);
-    CHECK_MESSAGE(outcome.ok, stem + ": " + outcome.what);
+    const std::string verdict = stem + ": " + outcome.what;
+    CHECK_MESSAGE(outcome.ok, verdict);
     ran += outcome.ok;
   }
   if (compiled == 0) {
