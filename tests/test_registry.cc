@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "ptbundle/bundle/transaction.h"
+#include "ptbundle/bundle/tune_file.h"
 #include "ptbundle/registry/modelpack.h"
 #include "ptbundle/registry/reference.h"
 #include "registry/local_registry.h"
@@ -210,6 +211,12 @@ TEST_CASE("registry: push then pull through docker-registry gives a bundle that 
   TempDir work;
   const fs::path bundle = work / "robot_model";
   make_bundle(bundle);
+  // Tuned before signing: the tune file travels as a layer of its own.
+  ptb::TuneFile tuned;
+  tuned.gpus.push_back({"NVIDIA H100 80GB HBM3", "sm_90", "built-in", "2026-01-01T00:00:00Z",
+                        {{"gemm", "m=32 n=4 k=16", "algo=" + std::string(128, '0'), 130100}}});
+  auto tune_written = ptb::write_bundle_tune_file(bundle.string(), tuned, "test");
+  REQUIRE_MESSAGE(tune_written.ok(), tune_written.error().message);
   sign(bundle, keys);
   const std::string ref = registry.host() + "/robots/arm:v1";
 
@@ -257,7 +264,7 @@ TEST_CASE("registry: push then pull through docker-registry gives a bundle that 
   auto part = run_cli("pull --json --part add --key " + quote(keys.pub) + " " + ref + " -o " + quote(work / "one_part"));
   REQUIRE_MESSAGE(part.exit_code == 0, part.err);
   check_schema("pull", part.out);
-  CHECK(files_under(work / "one_part") == std::vector<std::string>{"add.pte", "bundle.json", "bundle.sig"});
+  CHECK(files_under(work / "one_part") == std::vector<std::string>{"add.pte", "bundle.json", "bundle.sig", "tune.json"});
   CHECK(json_of(part.out)["verify"].is_null());
 
   // A bundle changed after signing is not pushed with --key.

@@ -1,6 +1,7 @@
 #include "ptbundle/registry/pull.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "registry_client.h"
@@ -125,22 +126,39 @@ Result<PullReport> pull_bundle(const PullOptions& options) {
   std::set<std::string> listed;
   for (const auto& part : manifest.parts)
     for (const auto& file : part.files) listed.insert(file.path);
+  // The tune file, whichever parts are pulled: its choices are per shape.
+  std::optional<ManifestFile> tune;
+  if (manifest.tune) {
+    tune.emplace();
+    tune->path = manifest.tune->path;
+    tune->size = manifest.tune->size;
+    tune->sha256 = manifest.tune->sha256;
+    listed.insert(tune->path);
+  }
   std::vector<std::pair<const ManifestFile*, const ArtifactLayer*>> wanted;
   if (options.part && !manifest.find_part(*options.part)) {
     std::vector<std::string> names;
     for (const auto& part : manifest.parts) names.push_back(part.name);
     return usage_error("--part " + in_quotes(*options.part) + ": the bundle has no such part; its parts: " + join(names, ", "));
   }
+  auto layer_of = [&](const ManifestFile& file) -> Result<const ArtifactLayer*> {
+    auto layer = by_path.find(file.path);
+    if (layer == by_path.end()) return invalid(where + ": bundle.json lists " + in_quotes(file.path) + "; the artifact has no layer for it");
+    if (layer->second->digest != "sha256:" + file.sha256 || layer->second->size != file.size)
+      return invalid(where + ": layer " + in_quotes(file.path) + " is " + layer->second->digest + ", " +
+                     std::to_string(layer->second->size) + " bytes; bundle.json records sha256:" + file.sha256 + ", " +
+                     std::to_string(file.size) + " bytes");
+    return layer->second;
+  };
   for (const auto& part : manifest.parts) {
     for (const auto& file : part.files) {
-      auto layer = by_path.find(file.path);
-      if (layer == by_path.end()) return invalid(where + ": bundle.json lists " + in_quotes(file.path) + "; the artifact has no layer for it");
-      if (layer->second->digest != "sha256:" + file.sha256 || layer->second->size != file.size)
-        return invalid(where + ": layer " + in_quotes(file.path) + " is " + layer->second->digest + ", " +
-                       std::to_string(layer->second->size) + " bytes; bundle.json records sha256:" + file.sha256 + ", " +
-                       std::to_string(file.size) + " bytes");
-      if (!options.part || part.name == *options.part) wanted.emplace_back(&file, layer->second);
+      PTB_TRY(const ArtifactLayer* layer, layer_of(file));
+      if (!options.part || part.name == *options.part) wanted.emplace_back(&file, layer);
     }
+  }
+  if (tune) {
+    PTB_TRY(const ArtifactLayer* layer, layer_of(*tune));
+    wanted.emplace_back(&*tune, layer);
   }
   std::vector<const ArtifactLayer*> signatures;
   for (const auto& layer : artifact.layers) {
@@ -201,6 +219,8 @@ Result<PullReport> pull_bundle(const PullOptions& options) {
       for (const auto& part : old->parts)
         for (const auto& f : part.files)
           if (f.path == file->path && f.sha256 == file->sha256 && f.size == file->size) keep = true;
+      if (old->tune && old->tune->path == file->path && old->tune->sha256 == file->sha256 && old->tune->size == file->size)
+        keep = true;
     }
     if (keep) {
       // Listed with the same digest: kept if its bytes still hash to it.
@@ -255,10 +275,12 @@ Result<PullReport> pull_bundle(const PullOptions& options) {
 
   // What the previous bundle held that this one does not.
   std::vector<std::string> superseded;
-  if (old)
+  if (old) {
     for (const auto& part : old->parts)
       for (const auto& f : part.files)
         if (!listed.count(f.path)) superseded.push_back(f.path);
+    if (old->tune && !listed.count(old->tune->path)) superseded.push_back(old->tune->path);
+  }
   for (const auto& name : find_signature_files(dir))
     if (!have.count(name)) superseded.push_back(name);
   PTB_TRY(AtomicOutput json_out, AtomicOutput::create_in(dir, kManifestFileName));

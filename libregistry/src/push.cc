@@ -87,6 +87,23 @@ Result<PushReport> push_bundle(const PushOptions& options) {
       sources.push_back(std::move(s));
     }
   }
+  // The tune file (ptbundle tune), which bundle.json lists beside the parts.
+  if (manifest.tune) {
+    ManifestFile tune;
+    tune.path = manifest.tune->path;
+    tune.size = manifest.tune->size;
+    tune.sha256 = manifest.tune->sha256;
+    Source s;
+    PTB_TRY(s.file, open_listed_file(dir, tune));
+    if (s.file.size() != tune.size)
+      return invalid(dir.display(tune.path) + ": " + std::to_string(s.file.size()) + " bytes; bundle.json records " +
+                     std::to_string(tune.size) + " (the file changed after it was checked)");
+    s.layer.path = tune.path;
+    s.layer.media_type = bundle_file_media_type(tune.path);
+    s.layer.size = tune.size;
+    s.layer.digest = "sha256:" + tune.sha256;
+    sources.push_back(std::move(s));
+  }
   // The signature verify checked (bundle.sig where present).
   if (auto name = signature_to_check(dir)) {
     PTB_TRY(Source s, small_file(dir, *name));
