@@ -215,6 +215,32 @@ Outcome run_package(const fs::path& folder, const std::string& stem, const nlohm
   return {true, text};
 }
 
+// Runs `run` on each package in `folder` whose stem `wanted` takes and
+// that compiled (its .json says ok; make_packages says why not), in name
+// order, printing and checking each outcome; returns (ran, compiled).
+template <class Wanted, class Run>
+std::pair<size_t, size_t> run_each_package(const fs::path& folder, Wanted wanted, Run run) {
+  std::vector<fs::path> descriptions;
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.path().extension() == ".json" && wanted(entry.path().stem().string())) descriptions.push_back(entry.path());
+  std::sort(descriptions.begin(), descriptions.end());
+  size_t ran = 0, compiled = 0;
+  for (const fs::path& path : descriptions) {
+    std::ifstream in(path);
+    const nlohmann::json description = nlohmann::json::parse(in, nullptr, false);
+    if (description.is_discarded() || !description.value("ok", false)) continue;
+    ++compiled;
+    const std::string stem = path.stem().string();
+    const Outcome outcome = run(stem, description);
+    std::printf("[gpu] policy %-22s %s: %s\n", stem.c_str(), outcome.ok ? "ok  " : "FAIL", outcome.what.c_str());
+    std::fflush(stdout);
+    const std::string verdict = stem + ": " + outcome.what;
+    CHECK_MESSAGE(outcome.ok, verdict);
+    ran += outcome.ok;
+  }
+  return {ran, compiled};
+}
+
 }  // namespace
 
 TEST_CASE("run on GPU, built-in runtime: programs shaped like policy parts run, match eager PyTorch, export and verify") {
@@ -223,28 +249,13 @@ TEST_CASE("run on GPU, built-in runtime: programs shaped like policy parts run, 
   PTB_REQUIRE_GPU_PACKAGES();
   ptb::test::trace_crashes();
   const fs::path folder = *ptb::test::gpu_packages();
-  std::vector<fs::path> descriptions;
-  for (const auto& entry : fs::directory_iterator(folder)) {
-    const std::string name = entry.path().filename().string();
-    // The policy set's packages are <model>-<way>.
-    if (entry.path().extension() == ".json" && name.find('-') != std::string::npos) descriptions.push_back(entry.path());
-  }
-  std::sort(descriptions.begin(), descriptions.end());
-  size_t ran = 0, compiled = 0;
-  for (const fs::path& path : descriptions) {
-    std::ifstream in(path);
-    const nlohmann::json description = nlohmann::json::parse(in, nullptr, false);
-    if (description.is_discarded() || !description.value("ok", false)) continue;  // did not compile: make_packages says why
-    ++compiled;
-    const std::string stem = path.stem().string();
+  // The policy set's packages are <model>-<way>.
+  const auto [ran, compiled] = run_each_package(folder, [](const std::string& stem) {
+    return stem.find('-') != std::string::npos;
+  }, [&](const std::string& stem, const nlohmann::json& description) {
     std::fprintf(stderr, "[step] %s\n", stem.c_str());
-    const Outcome outcome = run_package(folder, stem, description);
-    std::printf("[gpu] policy %-22s %s: %s\n", stem.c_str(), outcome.ok ? "ok  " : "FAIL", outcome.what.c_str());
-    std::fflush(stdout);
-    const std::string verdict = stem + ": " + outcome.what;
-    CHECK_MESSAGE(outcome.ok, verdict);
-    ran += outcome.ok;
-  }
+    return run_package(folder, stem, description);
+  });
   std::printf("[gpu] policy parts: %zu of %zu compiled packages ran, matched eager, exported and verified\n", ran,
               compiled);
   CHECK(compiled > 0);
@@ -259,26 +270,11 @@ TEST_CASE("run on GPU, LibTorch runtime: packages compiled with PyTorch's defaul
   PTB_REQUIRE_GPU();
   PTB_REQUIRE_GPU_PACKAGES();
   const fs::path folder = *ptb::test::gpu_packages();
-  std::vector<fs::path> descriptions;
-  for (const auto& entry : fs::directory_iterator(folder)) {
-    const std::string name = entry.path().filename().string();
-    if (entry.path().extension() == ".json" && name.ends_with("-pytorch.json")) descriptions.push_back(entry.path());
-  }
-  std::sort(descriptions.begin(), descriptions.end());
-  size_t ran = 0, compiled = 0;
-  for (const fs::path& path : descriptions) {
-    std::ifstream in(path);
-    const nlohmann::json description = nlohmann::json::parse(in, nullptr, false);
-    if (description.is_discarded() || !description.value("ok", false)) continue;
-    ++compiled;
-    const std::string stem = path.stem().string();
-    const Outcome outcome = run_libtorch_package(folder, stem, description);
-    std::printf("[gpu] policy %-22s %s: %s\n", stem.c_str(), outcome.ok ? "ok  " : "FAIL", outcome.what.c_str());
-    std::fflush(stdout);
-    const std::string verdict = stem + ": " + outcome.what;
-    CHECK_MESSAGE(outcome.ok, verdict);
-    ran += outcome.ok;
-  }
+  const auto [ran, compiled] = run_each_package(folder, [](const std::string& stem) {
+    return stem.ends_with("-pytorch");
+  }, [&](const std::string& stem, const nlohmann::json& description) {
+    return run_libtorch_package(folder, stem, description);
+  });
   if (compiled == 0) {
     ptb::test::skip("no <model>-pytorch package in PTB_GPU_PACKAGES (tests/gpu/make_packages.py resnet18-pytorch)");
     return;

@@ -72,37 +72,30 @@ Result<PushReport> push_bundle(const PushOptions& options) {
                                             dir.display(kManifestFileName)));
   std::vector<Source> sources;
   sources.push_back(std::move(manifest_source));
-  for (const auto& part : manifest.parts) {
-    for (const auto& file : part.files) {
-      Source s;
-      PTB_TRY(s.file, open_listed_file(dir, file));
-      if (s.file.size() != file.size)
-        return invalid(dir.display(file.path) + ": " + std::to_string(s.file.size()) + " bytes; bundle.json records " +
-                       std::to_string(file.size) + " (the file changed after it was checked)");
-      s.layer.path = file.path;
-      s.layer.media_type = bundle_file_media_type(file.path);
-      s.layer.size = file.size;
-      s.layer.digest = "sha256:" + file.sha256;  // checked by verify above, and by the registry on upload
-      s.layer.part = part.name;
-      sources.push_back(std::move(s));
-    }
-  }
+  // A file bundle.json lists, sent from the descriptor opened here.
+  auto add_listed = [&](const ManifestFile& file, const std::string& part) -> Status {
+    Source s;
+    PTB_TRY(s.file, open_listed_file(dir, file));
+    if (s.file.size() != file.size)
+      return invalid(dir.display(file.path) + ": " + std::to_string(s.file.size()) + " bytes; bundle.json records " +
+                     std::to_string(file.size) + " (the file changed after it was checked)");
+    s.layer.path = file.path;
+    s.layer.media_type = bundle_file_media_type(file.path);
+    s.layer.size = file.size;
+    s.layer.digest = "sha256:" + file.sha256;  // checked by verify above, and by the registry on upload
+    s.layer.part = part;
+    sources.push_back(std::move(s));
+    return {};
+  };
+  for (const auto& part : manifest.parts)
+    for (const auto& file : part.files) PTB_CHECK(add_listed(file, part.name));
   // The tune file (ptbundle tune), which bundle.json lists beside the parts.
   if (manifest.tune) {
     ManifestFile tune;
     tune.path = manifest.tune->path;
     tune.size = manifest.tune->size;
     tune.sha256 = manifest.tune->sha256;
-    Source s;
-    PTB_TRY(s.file, open_listed_file(dir, tune));
-    if (s.file.size() != tune.size)
-      return invalid(dir.display(tune.path) + ": " + std::to_string(s.file.size()) + " bytes; bundle.json records " +
-                     std::to_string(tune.size) + " (the file changed after it was checked)");
-    s.layer.path = tune.path;
-    s.layer.media_type = bundle_file_media_type(tune.path);
-    s.layer.size = tune.size;
-    s.layer.digest = "sha256:" + tune.sha256;
-    sources.push_back(std::move(s));
+    PTB_CHECK(add_listed(tune, ""));
   }
   // The signature verify checked (bundle.sig where present).
   if (auto name = signature_to_check(dir)) {

@@ -86,14 +86,7 @@ class JsonReader {
   const std::string& name() const { return name_; }
 
  private:
-  static std::string type_of(const Json& value) {
-    if (value.is_null()) return "null";
-    if (value.is_boolean()) return "a boolean";
-    if (value.is_number()) return "a number";
-    if (value.is_string()) return "a string";
-    if (value.is_array()) return "an array";
-    return "an object";
-  }
+  static std::string type_of(const Json& value) { return json_kind(value); }
   std::string name_;
 };
 

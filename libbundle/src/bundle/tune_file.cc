@@ -14,15 +14,6 @@
 namespace ptb {
 namespace {
 
-const char* kind_of(const Json& value) {
-  if (value.is_null()) return "null";
-  if (value.is_boolean()) return "a boolean";
-  if (value.is_number()) return "a number";
-  if (value.is_string()) return "a string";
-  if (value.is_array()) return "an array";
-  return "an object";
-}
-
 // Errors name the file and the JSON path.
 struct Reader {
   std::string name;
@@ -30,7 +21,7 @@ struct Reader {
   Error error(const std::string& at, const std::string& what) const { return invalid(name + ": " + at + ": " + what); }
 
   Status object(const Json& value, const std::string& at, std::initializer_list<const char*> keys) const {
-    if (!value.is_object()) return error(at, std::string("is ") + kind_of(value) + "; expected an object");
+    if (!value.is_object()) return error(at, std::string("is ") + json_kind(value) + "; expected an object");
     for (const auto& item : value.items()) {
       if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return item.key() == k; })) {
         std::string known;
@@ -47,7 +38,7 @@ struct Reader {
   Result<std::string> text(const Json& object, const std::string& at, const char* key, size_t max) const {
     const Json& value = object[key];
     const std::string path = at + "." + key;
-    if (!value.is_string()) return error(path, std::string("is ") + kind_of(value) + "; expected a string");
+    if (!value.is_string()) return error(path, std::string("is ") + json_kind(value) + "; expected a string");
     const std::string& s = value.get_ref<const std::string&>();
     if (s.empty() || s.size() > max) {
       return error(path, std::to_string(s.size()) + " bytes; expected 1 to " + std::to_string(max));
@@ -62,7 +53,7 @@ struct Reader {
     const Json& value = object[key];
     const std::string path = at + "." + key;
     if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<int64_t>() >= 0))
-      return error(path, std::string("is ") + kind_of(value) + "; expected an integer from 0 to " + std::to_string(max));
+      return error(path, std::string("is ") + json_kind(value) + "; expected an integer from 0 to " + std::to_string(max));
     const uint64_t n = value.get<uint64_t>();
     if (n > max) return error(path, std::to_string(n) + "; expected an integer from 0 to " + std::to_string(max));
     return n;
@@ -87,7 +78,7 @@ Result<TuneGpu> read_gpu(const Reader& r, const Json& json, const std::string& a
   PTB_TRY(gpu.runtime, r.text(json, at, "runtime", 256));
   PTB_TRY(gpu.tuned, r.text(json, at, "tuned", 64));
   const Json& choices = json["choices"];
-  if (!choices.is_array()) return r.error(at + ".choices", std::string("is ") + kind_of(choices) + "; expected an array");
+  if (!choices.is_array()) return r.error(at + ".choices", std::string("is ") + json_kind(choices) + "; expected an array");
   if (choices.size() > choices_left) {
     return r.error(at + ".choices", "holds " + std::to_string(choices.size()) + " more choices than the " +
                                         std::to_string(kMaxTuneChoices) + " a tune file may hold");
@@ -143,7 +134,7 @@ Result<TuneFile> parse_tune_file(std::string_view text, const std::string& name)
                                          (version > kTuneFormatVersion ? " (written by a newer ptbundle)" : ""));
   }
   const Json& gpus = json["gpus"];
-  if (!gpus.is_array()) return r.error("gpus", std::string("is ") + kind_of(gpus) + "; expected an array");
+  if (!gpus.is_array()) return r.error("gpus", std::string("is ") + json_kind(gpus) + "; expected an array");
   if (gpus.size() > kMaxTuneGpus) {
     return r.error("gpus", std::to_string(gpus.size()) + " entries; expected at most " + std::to_string(kMaxTuneGpus));
   }

@@ -27,4 +27,13 @@ Result<Json> parse_json_bounded(std::string_view text, const std::string& name, 
   return json;
 }
 
+const char* json_kind(const Json& value) {
+  if (value.is_null()) return "null";
+  if (value.is_boolean()) return "a boolean";
+  if (value.is_number()) return "a number";
+  if (value.is_string()) return "a string";
+  if (value.is_array()) return "an array";
+  return "an object";
+}
+
 }  // namespace ptb

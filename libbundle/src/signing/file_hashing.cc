@@ -141,17 +141,30 @@ void hash_file(const std::string& path, FileDigest& file, bool content_keys, Pro
   ::close(fd);
 }
 
-void hash_descriptor(int fd, FileDigest& file, ProgressCounter* progress, const ChunkCopy* copy) {
+namespace {
+
+// `file`'s size from the open descriptor, and its content keys cut to the
+// ranges that fit in it; false, with file.error, when fd is no regular file.
+bool size_and_fitting_keys(int fd, FileDigest& file) {
   struct stat info {};
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
     file.error = "not a regular file";
-    return;
+    return false;
   }
   const uint64_t size = static_cast<uint64_t>(info.st_size);
   file.size = size;
   std::vector<ContentKeyDigest>& keys = file.content_keys;
   keys.erase(std::remove_if(keys.begin(), keys.end(), [&](const ContentKeyDigest& k) { return !range_fits(k.offset, k.size, size); }),
              keys.end());
+  return true;
+}
+
+}  // namespace
+
+void hash_descriptor(int fd, FileDigest& file, ProgressCounter* progress, const ChunkCopy* copy) {
+  if (!size_and_fitting_keys(fd, file)) return;
+  const uint64_t size = file.size;
+  std::vector<ContentKeyDigest>& keys = file.content_keys;
   uint64_t blob_bytes = 0;
   for (const auto& key : keys) blob_bytes += key.size;
 
@@ -206,16 +219,8 @@ void hash_descriptor(int fd, FileDigest& file, ProgressCounter* progress, const 
 }
 
 void hash_key_ranges(int fd, FileDigest& file, ProgressCounter* progress) {
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    file.error = "not a regular file";
-    return;
-  }
-  const uint64_t size = static_cast<uint64_t>(info.st_size);
-  file.size = size;
+  if (!size_and_fitting_keys(fd, file)) return;
   std::vector<ContentKeyDigest>& keys = file.content_keys;
-  keys.erase(std::remove_if(keys.begin(), keys.end(), [&](const ContentKeyDigest& k) { return !range_fits(k.offset, k.size, size); }),
-             keys.end());
   std::vector<uint8_t> buffer(kChunk);
   for (ContentKeyDigest& key : keys) {
     Sha256 hash;

@@ -24,4 +24,8 @@ inline constexpr size_t kMaxJsonDepth = 64;
 Result<Json> parse_json_bounded(std::string_view text, const std::string& name, std::string_view expected,
                                 size_t max_depth = kMaxJsonDepth);
 
+// "null", "a boolean", "a number", "a string", "an array" or "an object":
+// what a reader found where it expected another kind, for its message.
+const char* json_kind(const Json& value);
+
 }  // namespace ptb
