@@ -158,8 +158,13 @@ def pytorch_runner(package, inputs, iterations):
         print(f"bench_policy: {os.path.basename(package)}: PyTorch's runner: timed out", file=sys.stderr)
         return None
     if done.returncode != 0:
-        reason = done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
-        print(f"bench_policy: {os.path.basename(package)}: PyTorch's runner: {reason[0][-300:]}", file=sys.stderr)
+        # The last line that names an error, else the last line: PyTorch's
+        # loader warns after some failures, and a crash prints nothing.
+        lines = done.stderr.strip().splitlines()
+        errors = [line for line in lines if "Error" in line]
+        last = (errors or lines or [""])[-1][-300:]
+        print(f"bench_policy: {os.path.basename(package)}: PyTorch's runner: exit {done.returncode}: {last}",
+              file=sys.stderr)
         return None
     return float(done.stdout.strip().splitlines()[-1])
 
